@@ -1,0 +1,58 @@
+# Mantis — make help lists the targets.
+
+GO        ?= go
+BIN       := bin
+STACK_DIR ?= .mantis
+CMDS      := mandible thorax agent mantisctl
+GOTEST_FLAGS ?= -count=1 -timeout 30m
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the four binaries into bin/.
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+
+.PHONY: tools
+tools: build ## Install what the local stack needs and the machine lacks (temporal CLI, RabbitMQ).
+	$(BIN)/mantisctl dev install
+
+.PHONY: run
+run: build ## Set up and run the whole local stack (Ctrl-C stops it).
+	$(BIN)/mantisctl dev up --dir $(STACK_DIR)
+
+.PHONY: test
+test: build ## Start real PostgreSQL, RabbitMQ and Temporal, run every test, stop them.
+	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/test -- $(GO) test $(GOTEST_FLAGS) ./...
+
+.PHONY: bench
+bench: build ## Run the benchmarks against real servers.
+	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench -- $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+
+.PHONY: proto
+proto: ## Regenerate the gRPC code from proto/ (needs protoc).
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --proto_path=proto \
+		--go_out=proto --go_opt=paths=source_relative \
+		--go-grpc_out=proto --go-grpc_opt=paths=source_relative \
+		$$(find proto -name '*.proto')
+
+.PHONY: lint
+lint: ## go vet, staticcheck and workflowcheck.
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@latest ./workflows/...
+
+.PHONY: fmt
+fmt: ## gofmt the tree.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: clean
+clean: ## Remove binaries (keeps the stack's data in .mantis/).
+	rm -rf $(BIN)

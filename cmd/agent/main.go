@@ -1,0 +1,71 @@
+// Command agent runs Mantis commands on its host. In poll mode it asks its Thorax for
+// work; in listen mode it serves gRPC and Thorax calls it. Results go back through
+// Thorax.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "agent:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	var configPath string
+	load := func() (config.Agent, error) {
+		cfg, err := config.LoadAgent(configPath, os.LookupEnv)
+		if err != nil {
+			return cfg, fmt.Errorf("invalid configuration:\n%w", err)
+		}
+		return cfg, nil
+	}
+	root := &cobra.Command{
+		Use:   "agent",
+		Short: "Mantis agent: runs commands on this host for Thorax",
+		Long: `The agent runs commands on its host with a timeout, environment and working
+directory, and returns exit code and output. In poll mode it long-polls its Thorax;
+in listen mode it serves gRPC that Thorax calls.
+
+Configuration comes from --config (TOML), then MANTIS_* environment variables
+(MANTIS_<SECTION>_<KEY>, e.g. MANTIS_MODE, MANTIS_THORAX_ADDRESS).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := load(); err != nil {
+				return err
+			}
+			return errors.New("serving is not available in this build yet: only check-config is")
+		},
+	}
+	root.PersistentFlags().StringVar(&configPath, "config", "", "path to the agent configuration (TOML)")
+	root.AddCommand(&cobra.Command{
+		Use:   "check-config",
+		Short: "Load and validate the configuration, print it with secrets redacted, and exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), cfg.String())
+			return nil
+		},
+	})
+	return root
+}

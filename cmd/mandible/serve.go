@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/tlsconf"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// shutdownGrace bounds how long serving stops take after SIGTERM.
+const shutdownGrace = 20 * time.Second
+
+func newLogger(cfg config.Log) *slog.Logger { return slog.New(cfg.Handler(os.Stderr)) }
+
+// openDatabase connects to PostgreSQL, waiting a bounded time for it to accept
+// connections (replicas often start alongside their database).
+func openDatabase(ctx context.Context, cfg config.Database, logger *slog.Logger) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("database.url: %w", err)
+	}
+	pcfg.MaxConns = int32(cfg.MaxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening database pool: %w", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := pool.Ping(ctx)
+		if err == nil {
+			return pool, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			pool.Close()
+			return nil, fmt.Errorf("connecting to database at %s: %w", pcfg.ConnConfig.Host, err)
+		}
+		logger.WarnContext(ctx, "database not reachable yet, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func migrate(ctx context.Context, cfg config.Mandible, out io.Writer) error {
+	logger := newLogger(cfg.Log)
+	pool, err := openDatabase(ctx, cfg.Database, logger)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := schema.Migrate(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Fprintln(out, "schema is up to date")
+		return nil
+	}
+	fmt.Fprintf(out, "applied migrations %v\n", applied)
+	return nil
+}
+
+func serve(ctx context.Context, cfg config.Mandible) error {
+	logger := newLogger(cfg.Log)
+	logger.InfoContext(ctx, "starting mandible", "replica_id", cfg.ReplicaID, "config", cfg)
+
+	pool, err := openDatabase(ctx, cfg.Database, logger)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	applied, err := schema.Migrate(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		logger.InfoContext(ctx, "applied schema migrations", "versions", applied)
+	}
+
+	temporal, err := client.DialContext(ctx, client.Options{
+		HostPort:  cfg.Temporal.Address,
+		Namespace: cfg.Temporal.Namespace,
+		Logger:    tlog.NewStructuredLogger(logger),
+	})
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", cfg.Temporal.Address, err)
+	}
+	defer temporal.Close()
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	grpcServer, err := newGRPCServer(cfg.GRPC, logger)
+	if err != nil {
+		return err
+	}
+	healthServer := health.NewServer()
+	healthpb.RegisterHealthServer(grpcServer, healthServer)
+
+	httpServer := &http.Server{
+		Addr: cfg.HTTP.Listen,
+		Handler: httpapi.New(httpapi.Options{
+			Logger:   logger,
+			Registry: registry,
+			Checks: map[string]httpapi.Check{
+				"database": func(ctx context.Context) error { return pool.Ping(ctx) },
+				"temporal": func(ctx context.Context) error {
+					_, err := temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+					return err
+				},
+			},
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	httpListener, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		return fmt.Errorf("http.listen %s: %w", cfg.HTTP.Listen, err)
+	}
+	grpcListener, err := net.Listen("tcp", cfg.GRPC.Listen)
+	if err != nil {
+		httpListener.Close()
+		return fmt.Errorf("grpc.listen %s: %w", cfg.GRPC.Listen, err)
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		logger.InfoContext(gctx, "serving HTTP", "addr", httpListener.Addr().String())
+		if err := httpServer.Serve(httpListener); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving HTTP: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		logger.InfoContext(gctx, "serving gRPC", "addr", grpcListener.Addr().String())
+		return grpcServer.Serve(grpcListener)
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		logger.InfoContext(ctx, "shutting down")
+		healthServer.Shutdown()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		stopped := make(chan struct{})
+		go func() { grpcServer.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-shutdownCtx.Done():
+			grpcServer.Stop()
+		}
+		return httpServer.Shutdown(shutdownCtx)
+	})
+	err = g.Wait()
+	if ctx.Err() != nil && err == nil {
+		logger.InfoContext(ctx, "stopped")
+	}
+	return err
+}
+
+// newGRPCServer builds the server Thorax connects to: mutual TLS, accepting only client
+// certificates signed by the configured CA, unless grpc.insecure is set for development.
+func newGRPCServer(cfg config.Listener, logger *slog.Logger) (*grpc.Server, error) {
+	if cfg.Insecure {
+		logger.Warn("gRPC is serving plaintext without client authentication (grpc.insecure = true): development only")
+		return grpc.NewServer(), nil
+	}
+	tlsCfg, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath})
+	if err != nil {
+		return nil, fmt.Errorf("grpc TLS: %w", err)
+	}
+	return grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg))), nil
+}

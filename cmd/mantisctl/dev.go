@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mantis-deploy/mantis/internal/devcerts"
+	"github.com/mantis-deploy/mantis/internal/devstack"
+)
+
+// exitCode carries a child's exit status out of `dev exec`.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func asExitCode(err error, target *exitCode) bool { return errors.As(err, target) }
+
+func newDevCommand() *cobra.Command {
+	dev := &cobra.Command{
+		Use:   "dev",
+		Short: "Run Mantis and its servers locally (PostgreSQL, RabbitMQ with TLS, Temporal)",
+	}
+	dev.AddCommand(newDevUpCommand(), newDevExecCommand(), newDevCertsCommand(), newDevInstallCommand())
+	return dev
+}
+
+func devLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func allServers(dir string) devstack.Options {
+	return devstack.Options{Dir: dir, Postgres: true, RabbitMQ: true, Temporal: true, Logger: devLogger()}
+}
+
+func newDevInstallCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "install",
+		Short: "Install what the local stack needs and the machine lacks (temporal CLI, RabbitMQ)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return devstack.Install(cmd.Context(), devLogger(), allServers(""))
+		},
+	}
+}
+
+func newDevCertsCommand() *cobra.Command {
+	var dir string
+	var hosts []string
+	cmd := &cobra.Command{
+		Use:   "certs",
+		Short: "Write a development CA and certificate pairs for Mandible, the broker, Thorax, agents and clients",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := devcerts.Generate(dir, hosts)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "CA           %s\n", b.CACert())
+			for _, name := range []string{"mandible", "rabbitmq", "thorax", "agent", "client"} {
+				c, k := b.Pair(name)
+				fmt.Fprintf(out, "%-12s %s %s\n", name, c, k)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".mantis/certs", "directory to write the certificates to")
+	cmd.Flags().StringSliceVar(&hosts, "host", []string{"localhost", "127.0.0.1"}, "extra DNS names or IPs for the server certificates")
+	return cmd
+}
+
+func newDevExecCommand() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- COMMAND [ARGS...]",
+		Short: "Start PostgreSQL, RabbitMQ and Temporal on free ports, run COMMAND with their addresses, then stop them",
+		Long: `Start throw-away servers on free loopback ports, run COMMAND with
+MANTIS_TEST_STACK_ENV naming their stack.env (and the same variables exported),
+stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the suite this way.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			logger := devLogger()
+			opts := allServers(dir)
+			opts.Ephemeral = true
+			if err := devstack.Install(ctx, logger, opts); err != nil {
+				return err
+			}
+			// Test servers start from scratch every run: nothing leaks from one to the next.
+			if err := os.RemoveAll(filepath.Join(dir, "postgres")); err != nil {
+				return err
+			}
+			_ = os.RemoveAll(filepath.Join(dir, "rabbitmq"))
+			_ = os.RemoveAll(filepath.Join(dir, "temporal"))
+			start := time.Now()
+			stack, err := devstack.Start(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+				defer cancel()
+				if err := stack.Stop(stopCtx); err != nil {
+					logger.Warn("stopping servers", "err", err)
+				}
+			}()
+			envPath := filepath.Join(stack.Dir(), "stack.env")
+			if err := stack.WriteEnv(envPath, nil); err != nil {
+				return err
+			}
+			logger.Info("servers ready", "elapsed", time.Since(start).Round(time.Millisecond), "env", envPath)
+
+			child := exec.CommandContext(ctx, args[0], args[1:]...)
+			child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+			child.Env = os.Environ()
+			for k, v := range stack.Env {
+				child.Env = append(child.Env, k+"="+v)
+			}
+			child.Env = append(child.Env, "MANTIS_TEST_STACK_ENV="+envPath)
+			child.Cancel = func() error { return child.Process.Signal(syscall.SIGTERM) }
+			child.WaitDelay = 30 * time.Second
+			err = child.Run()
+			var exitErr *exec.ExitError
+			if errors.As(err, &exitErr) {
+				return exitCode(exitErr.ExitCode())
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".mantis/test", "directory for the servers' data and logs")
+	return cmd
+}

@@ -1,0 +1,207 @@
+package config
+
+import (
+	"log/slog"
+	"net/url"
+	"time"
+)
+
+// Mandible is the configuration of the control plane (mandible.toml).
+type Mandible struct {
+	// ReplicaID names this replica in claims (claimed_by), its dispatcher
+	// workflow and its task queue; unique per running replica.
+	ReplicaID string   `toml:"replica_id"`
+	Log       Log      `toml:"log"`
+	Database  Database `toml:"database"`
+	Temporal  Temporal `toml:"temporal"`
+	HTTP      HTTP     `toml:"http"`
+	// GRPC is the server Thorax instances connect to.
+	GRPC     Listener     `toml:"grpc"`
+	Queue    Queue        `toml:"queue"`
+	Dispatch Dispatch     `toml:"dispatch"`
+	Thorax   ThoraxHealth `toml:"thorax"`
+	Analysis Analysis     `toml:"analysis"`
+}
+
+// Database is Mandible's PostgreSQL connection.
+type Database struct {
+	// URL is a postgres:// or postgresql:// connection URL.
+	URL      string `toml:"url" secret:"url"`
+	MaxConns int    `toml:"max_conns"`
+}
+
+// String returns the section with the URL's password redacted.
+func (d Database) String() string { return render(d) }
+
+// GoString is String, so that %#v does not print secrets either.
+func (d Database) GoString() string { return render(d) }
+
+// LogValue returns the section with the URL's password redacted.
+func (d Database) LogValue() slog.Value { return logValue(d) }
+
+// Temporal is the Temporal frontend Mandible's worker and client use.
+type Temporal struct {
+	Address   string `toml:"address"`
+	Namespace string `toml:"namespace"`
+}
+
+// HTTP is the JSON API and SSE server.
+type HTTP struct {
+	Listen string `toml:"listen"`
+	// Tokens are the bearer tokens the API accepts.
+	Tokens       []string `toml:"tokens" secret:"true"`
+	MaxBodyBytes int64    `toml:"max_body_bytes"`
+}
+
+// String returns the section with the tokens redacted.
+func (h HTTP) String() string { return render(h) }
+
+// GoString is String, so that %#v does not print secrets either.
+func (h HTTP) GoString() string { return render(h) }
+
+// LogValue returns the section with the tokens redacted.
+func (h HTTP) LogValue() slog.Value { return logValue(h) }
+
+// Dispatch tunes the claim loop over pending_dispatch_requests.
+type Dispatch struct {
+	// PollInterval is the fallback tick; a new request wakes replicas at once.
+	PollInterval Duration `toml:"poll_interval"`
+	// ProcessingTimeout is how long a claimed row may stay in processing
+	// without a live holder before it is reclaimed.
+	ProcessingTimeout Duration `toml:"processing_timeout"`
+	// DeliveryTimeout bounds one delivery of a claimed batch.
+	DeliveryTimeout Duration `toml:"delivery_timeout"`
+	// BatchSize is the most rows one claim takes.
+	BatchSize int `toml:"batch_size"`
+}
+
+// ThoraxHealth is how Mandible judges Thorax instances.
+type ThoraxHealth struct {
+	// HeartbeatTimeout is the silence after which an instance is dead and
+	// its targets are reassigned.
+	HeartbeatTimeout Duration `toml:"heartbeat_timeout"`
+}
+
+// Analysis is the model that explains failures; off when ModelURL is empty.
+type Analysis struct {
+	ModelURL string   `toml:"model_url"`
+	ModelKey string   `toml:"model_key" secret:"true"`
+	Model    string   `toml:"model"`
+	Timeout  Duration `toml:"timeout"`
+}
+
+// Enabled reports whether failure analysis is configured.
+func (a Analysis) Enabled() bool { return a.ModelURL != "" }
+
+// String returns the section with the model key redacted.
+func (a Analysis) String() string { return render(a) }
+
+// GoString is String, so that %#v does not print secrets either.
+func (a Analysis) GoString() string { return render(a) }
+
+// LogValue returns the section with the model key redacted.
+func (a Analysis) LogValue() slog.Value { return logValue(a) }
+
+// DefaultMandible returns Mandible's defaults. The database URL and the HTTP
+// tokens have none and must be configured.
+func DefaultMandible() Mandible {
+	return Mandible{
+		ReplicaID: defaultReplicaID(),
+		Log:       defaultLog(),
+		Database:  Database{MaxConns: 10},
+		Temporal:  Temporal{Address: "127.0.0.1:7233", Namespace: "default"},
+		HTTP:      HTTP{Listen: "127.0.0.1:8080", MaxBodyBytes: 1 << 20},
+		GRPC:      Listener{Listen: "127.0.0.1:9090"},
+		Queue:     defaultQueue(),
+		Dispatch: Dispatch{
+			PollInterval:      Duration{30 * time.Second},
+			ProcessingTimeout: Duration{300 * time.Second},
+			DeliveryTimeout:   Duration{60 * time.Second},
+			BatchSize:         100,
+		},
+		Thorax:   ThoraxHealth{HeartbeatTimeout: Duration{15 * time.Second}},
+		Analysis: Analysis{Timeout: Duration{10 * time.Second}},
+	}
+}
+
+// LoadMandible returns Mandible's configuration: the defaults, then the TOML
+// file at path (none when path is ""), then the MANTIS_ variables env
+// defines (os.LookupEnv in production; nil for none), validated.
+//
+// The plain DATABASE_URL variable is honoured as well, but only when neither
+// MANTIS_DATABASE_URL nor the file sets database.url: a generic variable
+// left in the environment must not beat an explicit Mantis setting.
+func LoadMandible(path string, env func(string) (string, bool)) (Mandible, error) {
+	cfg := DefaultMandible()
+	fileSets, errs, err := load(&cfg, path, env)
+	if err != nil {
+		return Mandible{}, err
+	}
+	if env != nil && !fileSets("database", "url") {
+		if _, ok := env("MANTIS_DATABASE_URL"); !ok {
+			if u, ok := env("DATABASE_URL"); ok {
+				cfg.Database.URL = u
+			}
+		}
+	}
+	return finish(cfg, errs)
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Mandible) Validate() error {
+	var p problems
+	p.name("replica_id", c.ReplicaID)
+	c.Log.validate(&p)
+
+	if c.Database.URL == "" {
+		p.add("database.url", "required")
+	} else if u, err := url.Parse(c.Database.URL); err != nil {
+		// The parse error repeats the URL, password and all.
+		p.add("database.url", "must be a postgres:// or postgresql:// URL, and this one does not parse")
+	} else if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		p.add("database.url", "must be a postgres:// or postgresql:// URL, got scheme %q", u.Scheme)
+	}
+	p.positive("database.max_conns", int64(c.Database.MaxConns))
+
+	p.dialAddress("temporal.address", c.Temporal.Address)
+	p.required("temporal.namespace", c.Temporal.Namespace, "required")
+
+	p.listenAddress("http.listen", c.HTTP.Listen)
+	if len(c.HTTP.Tokens) == 0 {
+		p.add("http.tokens", "at least one token is required")
+	}
+	for i, tok := range c.HTTP.Tokens {
+		if len(tok) < 16 {
+			p.add("http.tokens", "token %d must be at least 16 characters, got %d", i+1, len(tok))
+		}
+	}
+	p.positive("http.max_body_bytes", c.HTTP.MaxBodyBytes)
+
+	c.GRPC.validate(&p, "grpc")
+	c.Queue.validate(&p)
+
+	p.positive("dispatch.batch_size", int64(c.Dispatch.BatchSize))
+	if c.Dispatch.DeliveryTimeout.Duration >= c.Dispatch.ProcessingTimeout.Duration {
+		p.add("dispatch.delivery_timeout", "must be less than dispatch.processing_timeout (%s), got %s: a delivery still running would be reclaimed",
+			c.Dispatch.ProcessingTimeout, c.Dispatch.DeliveryTimeout)
+	}
+
+	if c.Analysis.Enabled() {
+		if u, err := url.Parse(c.Analysis.ModelURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("analysis.model_url", "must be an http:// or https:// URL")
+		}
+		p.required("analysis.model", c.Analysis.Model, "required when analysis.model_url is set")
+	}
+
+	p.durations(c)
+	return p.err()
+}
+
+// String returns the configuration as TOML with its secrets redacted.
+func (c Mandible) String() string { return render(c) }
+
+// GoString is String, so that %#v does not print secrets either.
+func (c Mandible) GoString() string { return render(c) }
+
+// LogValue returns the configuration with its secrets redacted.
+func (c Mandible) LogValue() slog.Value { return logValue(c) }

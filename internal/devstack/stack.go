@@ -1,0 +1,360 @@
+// Package devstack runs Mantis's backing servers — PostgreSQL, RabbitMQ (TLS only) and the
+// Temporal dev server — as supervised local processes, for `make run` and for the test
+// harness. Data lives under one directory and is reused on the next start.
+package devstack
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mantis-deploy/mantis/internal/devcerts"
+)
+
+// Ports fixes where each server listens. Zero fields are chosen free at start.
+type Ports struct {
+	Postgres           int
+	AMQPS              int
+	RabbitMQManagement int
+	RabbitMQDist       int
+	EPMD               int
+	Temporal           int
+	TemporalUI         int
+	TemporalHTTP       int
+	TemporalMetrics    int
+}
+
+// DefaultPorts are the well-known local ports of `make run`.
+func DefaultPorts() Ports {
+	return Ports{
+		Postgres: 5433, AMQPS: 5671, RabbitMQManagement: 15671, RabbitMQDist: 25671, EPMD: 4369,
+		Temporal: 7233, TemporalUI: 8233, TemporalHTTP: 7243, TemporalMetrics: 7263,
+	}
+}
+
+// Options selects what Start runs and where.
+type Options struct {
+	// Dir holds data, logs, certificates and stack.env.
+	Dir   string
+	Ports Ports
+	// Ephemeral trades durability for speed (test clusters).
+	Ephemeral bool
+	Postgres  bool
+	RabbitMQ  bool
+	Temporal  bool
+	Logger    *slog.Logger
+}
+
+// Stack is a running set of servers.
+type Stack struct {
+	opts Options
+	// Env holds how to reach every part, as written to stack.env.
+	Env    map[string]string
+	Certs  devcerts.Bundle
+	Ports  Ports
+	logger *slog.Logger
+
+	mu          sync.Mutex
+	procs       []*process
+	rabbitmqEnv []string
+	epmdPort    int
+}
+
+// Start brings up the selected servers, in parallel, and returns once all are ready.
+// On error, whatever was started is stopped again.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating stack directory: %w", err)
+	}
+	s := &Stack{opts: opts, Env: map[string]string{}, logger: opts.Logger}
+	if s.Ports, err = resolvePorts(opts.Ports); err != nil {
+		return nil, err
+	}
+	if s.Certs, err = devcerts.Generate(filepath.Join(dir, "certs"), []string{"localhost", "127.0.0.1"}); err != nil {
+		return nil, fmt.Errorf("writing dev certificates: %w", err)
+	}
+	s.Env["MANTIS_CA_CERT"] = s.Certs.CACert()
+	s.Env["MANTIS_STACK_DIR"] = dir
+
+	serverRoot, err := s.serverRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, 3)
+	)
+	run := func(i int, enabled bool, f func() error) {
+		if !enabled {
+			return
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = f() }()
+	}
+	run(0, opts.Postgres, func() error {
+		return s.startPostgres(ctx, filepath.Join(serverRoot, "postgres"), s.Ports.Postgres)
+	})
+	run(1, opts.RabbitMQ, func() error {
+		password, err := s.secret("rabbitmq-password")
+		if err != nil {
+			return err
+		}
+		return s.startRabbitMQ(ctx, filepath.Join(serverRoot, "rabbitmq"), rabbitmqPorts{
+			AMQPS: s.Ports.AMQPS, Management: s.Ports.RabbitMQManagement, Dist: s.Ports.RabbitMQDist, EPMD: s.Ports.EPMD,
+		}, password)
+	})
+	run(2, opts.Temporal, func() error {
+		return s.startTemporal(ctx, filepath.Join(dir, "temporal"), temporalPorts{
+			Frontend: s.Ports.Temporal, UI: s.Ports.TemporalUI, HTTP: s.Ports.TemporalHTTP, Metrics: s.Ports.TemporalMetrics,
+		})
+	})
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = s.Stop(stopCtx)
+		return nil, err
+	}
+	return s, nil
+}
+
+// serverRoot is where the servers that drop privileges keep their data: the stack
+// directory when their users can reach it, otherwise a directory under /var/tmp keyed
+// by the stack directory (a checkout under a mode-0700 home, say).
+func (s *Stack) serverRoot(ctx context.Context) (string, error) {
+	if reachableBy(ctx, postgresUser, s.opts.Dir) && reachableBy(ctx, rabbitmqUser, s.opts.Dir) {
+		return s.opts.Dir, nil
+	}
+	sum := sha256.Sum256([]byte(s.opts.Dir))
+	root := filepath.Join("/var/tmp", "mantis-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		return "", err
+	}
+	s.logger.Info("stack directory is not reachable by the server users; keeping server data elsewhere", "dir", root)
+	return root, nil
+}
+
+// secret returns a random secret persisted under name in the stack directory, so a
+// reused broker keeps accepting it.
+func (s *Stack) secret(name string) (string, error) {
+	path := filepath.Join(s.opts.Dir, name)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	buf := make([]byte, 18)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	v := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return v, nil
+}
+
+// Secret is the exported form of secret, for parts of the stack started by callers
+// (the API token, say).
+func (s *Stack) Secret(name string) (string, error) { return s.secret(name) }
+
+// Dir is the stack directory.
+func (s *Stack) Dir() string { return s.opts.Dir }
+
+// Logger is the stack's logger.
+func (s *Stack) Logger() *slog.Logger { return s.logger }
+
+func (s *Stack) track(p *process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs = append(s.procs, p)
+}
+
+// Exited returns the name of a server that has stopped on its own, or "".
+func (s *Stack) Exited() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.procs {
+		if p.exited() {
+			return p.name
+		}
+	}
+	return ""
+}
+
+// Stop shuts every server down, newest first, and waits for them.
+func (s *Stack) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	procs := append([]*process(nil), s.procs...)
+	s.procs = nil
+	s.mu.Unlock()
+	grace := 20 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		grace = time.Until(d)
+	}
+	var (
+		wg   sync.WaitGroup
+		errs = make([]error, len(procs))
+	)
+	for i, p := range procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = p.stop(grace) }()
+	}
+	wg.Wait()
+	s.stopEPMD(ctx)
+	return errors.Join(errs...)
+}
+
+// WriteEnv writes Env as a shell-sourceable file.
+func (s *Stack) WriteEnv(path string, extra map[string]string) error {
+	all := map[string]string{}
+	for k, v := range s.Env {
+		all[k] = v
+	}
+	for k, v := range extra {
+		all[k] = v
+	}
+	keys := make([]string, 0, len(all))
+	for k := range all {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("# Mantis local stack: source this file to reach every part.\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(all[k]))
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// ReadEnv parses a file written by WriteEnv.
+func ReadEnv(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for _, line := range splitLines(string(b)) {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		env[k] = strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(v, "'"), "'"), `'\''`, "'")
+	}
+	return env, nil
+}
+
+func shellQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
+
+func splitLines(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") }
+
+// resolvePorts fills zero ports with free loopback ports. The broker's distribution
+// port is taken below 32768, clear of the ephemeral range.
+func resolvePorts(p Ports) (Ports, error) {
+	var err error
+	pick := func(v *int, low bool) {
+		if *v != 0 || err != nil {
+			return
+		}
+		*v, err = FreePort(low)
+	}
+	pick(&p.Postgres, false)
+	pick(&p.AMQPS, false)
+	pick(&p.RabbitMQManagement, false)
+	pick(&p.RabbitMQDist, true)
+	pick(&p.EPMD, true)
+	pick(&p.Temporal, false)
+	pick(&p.TemporalUI, false)
+	pick(&p.TemporalHTTP, false)
+	pick(&p.TemporalMetrics, false)
+	return p, err
+}
+
+// FreePort returns a loopback TCP port nobody listens on. With low it is chosen in
+// 20000-32767, below the ephemeral range.
+func FreePort(low bool) (int, error) {
+	if !low {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port, nil
+	}
+	for range 200 {
+		port := 20000 + mrand.IntN(12768)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port below 32768")
+}
+
+// Spawn starts a Mantis process as part of the stack: it is supervised and stopped
+// with the servers, and its output goes to logs/<name>.log.
+func (s *Stack) Spawn(name, path string, args, env []string) error {
+	p, err := startProcess(s.logger, processSpec{
+		Name: name, Path: path, Args: args, Env: env, Dir: s.opts.Dir,
+		LogPath: filepath.Join(s.opts.Dir, "logs", name+".log"),
+	})
+	if err != nil {
+		return err
+	}
+	s.track(p)
+	return nil
+}
+
+// LogPath is where the named process writes its output.
+func (s *Stack) LogPath(name string) string { return filepath.Join(s.opts.Dir, "logs", name+".log") }
+
+// WaitHTTP waits until url answers 200, or the named process exits.
+func (s *Stack) WaitHTTP(ctx context.Context, name, url string, timeout time.Duration) error {
+	s.mu.Lock()
+	var p *process
+	for _, q := range s.procs {
+		if q.name == name {
+			p = q
+		}
+	}
+	s.mu.Unlock()
+	return waitFor(ctx, p, timeout, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,24 @@
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+)
+
+// Temporal is a dev server's frontend address and namespace, with a task queue name of
+// the test's own.
+type Temporal struct {
+	Address   string
+	Namespace string
+	TaskQueue string
+}
+
+// TemporalServer returns the shared Temporal dev server.
+func TemporalServer(t testing.TB) Temporal {
+	t.Helper()
+	e := env(t, "temporal")
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return Temporal{Address: e["TEMPORAL_ADDRESS"], Namespace: e["TEMPORAL_NAMESPACE"], TaskQueue: "test-" + hex.EncodeToString(r[:])}
+}
