@@ -22,10 +22,13 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/workers"
+	"github.com/mantis-deploy/mantis/workflows"
 )
 
 // shutdownGrace bounds how long serving stops take after SIGTERM.
@@ -109,8 +112,23 @@ func serve(ctx context.Context, cfg config.Mandible) error {
 	}
 	defer temporal.Close()
 
+	if err := workers.EnsureSearchAttributes(ctx, temporal, cfg.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
+		return err
+	}
+
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	acts := &activities.Activities{
+		DB:      pool,
+		Logger:  logger,
+		Metrics: activities.NewMetrics(registry, pool),
+		Dispatch: activities.DispatchConfig{
+			ProcessingTimeout: cfg.Dispatch.ProcessingTimeout.Duration,
+			DeliveryTimeout:   cfg.Dispatch.DeliveryTimeout.Duration,
+			HeartbeatTimeout:  cfg.Thorax.HeartbeatTimeout.Duration,
+		},
+		Hooks: testHooks(logger),
+	}
 
 	grpcServer, err := newGRPCServer(cfg.GRPC, logger)
 	if err != nil {
@@ -153,6 +171,22 @@ func serve(ctx context.Context, cfg config.Mandible) error {
 		return nil
 	})
 	g.Go(func() error {
+		return workers.RunDispatch(gctx, workers.DispatchOptions{
+			Client:     temporal,
+			Namespace:  cfg.Temporal.Namespace,
+			DB:         pool,
+			ReplicaID:  cfg.ReplicaID,
+			Activities: acts,
+			Input: workflows.DispatcherInput{
+				ReplicaID:         cfg.ReplicaID,
+				PollInterval:      cfg.Dispatch.PollInterval.Duration,
+				BatchSize:         cfg.Dispatch.BatchSize,
+				ProcessingTimeout: cfg.Dispatch.ProcessingTimeout.Duration,
+			},
+			Logger: logger,
+		})
+	})
+	g.Go(func() error {
 		logger.InfoContext(gctx, "serving gRPC", "addr", grpcListener.Addr().String())
 		return grpcServer.Serve(grpcListener)
 	})
@@ -190,4 +224,19 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger) (*grpc.Server, erro
 		return nil, fmt.Errorf("grpc TLS: %w", err)
 	}
 	return grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg))), nil
+}
+
+// pauseAfterClaimEnv is a test hook: when set, the claim activity blocks after its
+// claim has committed, so a test can kill the replica between claim and delivery.
+const pauseAfterClaimEnv = "MANTIS_TEST_PAUSE_AFTER_CLAIM"
+
+func testHooks(logger *slog.Logger) activities.Hooks {
+	if os.Getenv(pauseAfterClaimEnv) == "" {
+		return activities.Hooks{}
+	}
+	logger.Warn("test hook active: claims pause before delivery", "env", pauseAfterClaimEnv)
+	return activities.Hooks{AfterClaim: func(ctx context.Context) {
+		logger.Warn("paused after claim")
+		<-ctx.Done()
+	}}
 }

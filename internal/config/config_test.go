@@ -210,7 +210,7 @@ func TestEachProblemNamesItsKey(t *testing.T) {
 		{func(c *config.Mandible) { c.Queue.ClientCertPath = "" }, "queue.client_cert_path: required when queue.client_key_path is set (set both or neither)"},
 		{func(c *config.Mandible) { c.Dispatch.PollInterval.Duration = -time.Second }, "dispatch.poll_interval: must be positive, got -1s"},
 		{func(c *config.Mandible) { c.Dispatch.BatchSize = 0 }, "dispatch.batch_size: must be positive, got 0"},
-		{func(c *config.Mandible) { c.Dispatch.DeliveryTimeout.Duration = 300 * time.Second }, "dispatch.delivery_timeout: must be less than dispatch.processing_timeout (5m0s), got 5m0s: a delivery still running would be reclaimed"},
+		{func(c *config.Mandible) { c.Dispatch.BatchSize = 20000 }, "dispatch.batch_size: must be at most 10000, got 20000"},
 		{func(c *config.Mandible) { c.Thorax.HeartbeatTimeout.Duration = 0 }, "thorax.heartbeat_timeout: must be positive, got 0s"},
 		{func(c *config.Mandible) { c.Analysis.ModelURL = "https://models.example/v1" }, "analysis.model: required when analysis.model_url is set"},
 		{func(c *config.Mandible) { c.Analysis.ModelURL, c.Analysis.Model = "models.example", "m" }, "analysis.model_url: must be an http:// or https:// URL"},

@@ -69,7 +69,9 @@ type Dispatch struct {
 	// ProcessingTimeout is how long a claimed row may stay in processing
 	// without a live holder before it is reclaimed.
 	ProcessingTimeout Duration `toml:"processing_timeout"`
-	// DeliveryTimeout bounds one delivery of a claimed batch.
+	// DeliveryTimeout is how long a written command may wait for a Thorax to
+	// claim it; past it the delivery counts as failed and the request is
+	// retried (attempts + 1, with backoff).
 	DeliveryTimeout Duration `toml:"delivery_timeout"`
 	// BatchSize is the most rows one claim takes.
 	BatchSize int `toml:"batch_size"`
@@ -181,9 +183,8 @@ func (c Mandible) Validate() error {
 	c.Queue.validate(&p)
 
 	p.positive("dispatch.batch_size", int64(c.Dispatch.BatchSize))
-	if c.Dispatch.DeliveryTimeout.Duration >= c.Dispatch.ProcessingTimeout.Duration {
-		p.add("dispatch.delivery_timeout", "must be less than dispatch.processing_timeout (%s), got %s: a delivery still running would be reclaimed",
-			c.Dispatch.ProcessingTimeout, c.Dispatch.DeliveryTimeout)
+	if c.Dispatch.BatchSize > 10000 {
+		p.add("dispatch.batch_size", "must be at most 10000, got %d", c.Dispatch.BatchSize)
 	}
 
 	if c.Analysis.Enabled() {

@@ -52,6 +52,11 @@ func Main(m *testing.M) int {
 		}
 		_ = os.RemoveAll(s.Dir())
 	}
+	buildMu.Lock()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	buildMu.Unlock()
 	return code
 }
 

@@ -53,6 +53,15 @@ CREATE INDEX pending_dispatch_requests_deployment
     ON pending_dispatch_requests (deployment_id, step_position)
     WHERE deployment_id IS NOT NULL;
 
+-- dispatch_backoff is the delay before the next attempt after `attempts` failed
+-- deliveries: 2 s doubling per attempt, capped at 5 minutes, with equal jitter (between
+-- half and all of it). The one definition every retry path uses.
+CREATE FUNCTION dispatch_backoff(attempts integer) RETURNS interval
+    LANGUAGE sql VOLATILE AS $$
+    SELECT least(make_interval(secs => 2 * power(2, greatest(attempts - 1, 0))), interval '5 minutes')
+           * (0.5 + random() / 2)
+$$;
+
 -- New requests wake every replica's LISTEN connection; one notification per statement,
 -- so a batch insert costs one wake-up.
 CREATE FUNCTION notify_dispatch_requests() RETURNS trigger

@@ -1,0 +1,152 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// ClaimBatchInput asks for up to Limit pending requests for a replica.
+type ClaimBatchInput struct {
+	ReplicaID string `json:"replica_id"`
+	Limit     int    `json:"limit"`
+}
+
+// ClaimBatchResult lists the requests won, by id and epoch, and how many were lost to
+// other replicas.
+type ClaimBatchResult struct {
+	Claimed []schema.ClaimedRequest `json:"claimed"`
+	Lost    int                     `json:"lost"`
+}
+
+// ClaimBatch claims pending dispatch requests for the replica (conditional UPDATE from
+// pending to processing with a new claim epoch).
+func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimBatchResult, error) {
+	if in.ReplicaID == "" || in.Limit <= 0 {
+		return ClaimBatchResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), "InvalidInput", nil)
+	}
+	res, err := schema.ClaimPending(ctx, a.DB, in.ReplicaID, in.Limit)
+	if err != nil {
+		return ClaimBatchResult{}, err
+	}
+	a.Metrics.claimed(in.ReplicaID, len(res.Claimed), res.Lost)
+	if len(res.Claimed) > 0 {
+		a.Logger.InfoContext(ctx, "claimed dispatch requests", "replica_id", in.ReplicaID, "claimed", len(res.Claimed), "lost", res.Lost)
+	}
+	if a.Hooks.AfterClaim != nil {
+		a.Hooks.AfterClaim(ctx)
+	}
+	return ClaimBatchResult{Claimed: res.Claimed, Lost: res.Lost}, nil
+}
+
+// DeliverBatchInput names the claimed requests to deliver with the epochs they were
+// claimed at.
+type DeliverBatchInput struct {
+	ReplicaID string            `json:"replica_id"`
+	Requests  []schema.ClaimRef `json:"requests"`
+}
+
+// DeliverBatchResult lists each request's outcome, with counts for the summary.
+type DeliverBatchResult struct {
+	Outcomes   []schema.DeliveryOutcome `json:"outcomes"`
+	Dispatched int                      `json:"dispatched"`
+	Retried    int                      `json:"retried"`
+	Failed     int                      `json:"failed"`
+	Expired    int                      `json:"expired"`
+	Stale      int                      `json:"stale"`
+}
+
+// NudgeCommand is what a broker nudge carries for one command.
+type NudgeCommand = schema.DispatchedCommand
+
+// DeliverBatch writes command_queue rows for the claimed requests and records each
+// request's outcome, fenced by its epoch, in one transaction; then publishes the broker
+// nudges. A nudge that cannot be published is logged and left to Thorax's polling: the
+// row is the command, the nudge only makes it faster.
+func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (DeliverBatchResult, error) {
+	if in.ReplicaID == "" {
+		return DeliverBatchResult{}, temporal.NewNonRetryableApplicationError("deliver input: replica_id required", "InvalidInput", nil)
+	}
+	outcomes, err := schema.DeliverClaimed(ctx, a.DB, in.ReplicaID, in.Requests, schema.DeliverOptions{HeartbeatTimeout: a.Dispatch.HeartbeatTimeout})
+	if err != nil {
+		return DeliverBatchResult{}, err
+	}
+	res := DeliverBatchResult{Outcomes: outcomes}
+	var nudges []NudgeCommand
+	for i := range res.Outcomes {
+		o := &res.Outcomes[i]
+		switch o.Outcome {
+		case schema.OutcomeDispatched:
+			res.Dispatched++
+			if o.Command != nil {
+				nudges = append(nudges, *o.Command)
+				a.Metrics.dispatched(o.Queued)
+			}
+		case schema.OutcomeRetry:
+			res.Retried++
+		case schema.OutcomeFailed:
+			res.Failed++
+		case schema.OutcomeExpired:
+			res.Expired++
+		case schema.OutcomeStale:
+			res.Stale++
+			a.Logger.WarnContext(ctx, "refused stale delivery outcome", "replica_id", in.ReplicaID, "request_id", o.RequestID, "reason", o.Error)
+		}
+		// The nudge is published below; the history keeps the outcome lean.
+		o.Command = nil
+	}
+	a.Metrics.delivered(res)
+	if a.Nudger != nil && len(nudges) > 0 {
+		if err := a.Nudger.Nudge(ctx, nudges); err != nil {
+			a.Logger.WarnContext(ctx, "publishing command nudges failed; Thorax polling picks the commands up", "commands", len(nudges), "err", err)
+		}
+	}
+	return res, nil
+}
+
+// MaintainDispatchQueueInput names the replica running the maintenance.
+type MaintainDispatchQueueInput struct {
+	ReplicaID string `json:"replica_id"`
+}
+
+// MaintainDispatchQueueResult lists what the maintenance changed.
+type MaintainDispatchQueueResult struct {
+	Reclaimed []schema.ReclaimedRequest `json:"reclaimed,omitempty"`
+	Expired   []uuid.UUID               `json:"expired,omitempty"`
+	Requeued  []schema.RedispatchResult `json:"requeued,omitempty"`
+}
+
+// MaintainDispatchQueue reclaims orphans held in processing past the processing
+// timeout, expires requests 24 h old, and fails deliveries whose command no Thorax
+// claimed within the delivery timeout. Every replica runs it on its tick; it is
+// idempotent.
+func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispatchQueueInput) (MaintainDispatchQueueResult, error) {
+	var res MaintainDispatchQueueResult
+	var errs []error
+	var err error
+	if res.Reclaimed, err = schema.ReclaimOrphans(ctx, a.DB, a.Dispatch.ProcessingTimeout); err != nil {
+		errs = append(errs, err)
+	}
+	for _, r := range res.Reclaimed {
+		a.Logger.WarnContext(ctx, "reclaimed orphaned dispatch request", "replica_id", in.ReplicaID,
+			"request_id", r.ID, "old_holder", r.OldHolder, "new_epoch", r.NewEpoch)
+	}
+	if res.Expired, err = schema.ExpireRequests(ctx, a.DB); err != nil {
+		errs = append(errs, err)
+	}
+	if res.Requeued, err = schema.RequeueUndelivered(ctx, a.DB, a.Dispatch.DeliveryTimeout); err != nil {
+		errs = append(errs, err)
+	}
+	a.Metrics.maintained(res)
+	if len(res.Reclaimed)+len(res.Expired)+len(res.Requeued) > 0 {
+		a.Logger.InfoContext(ctx, "maintained dispatch queue", "replica_id", in.ReplicaID,
+			"reclaimed", len(res.Reclaimed), "expired", len(res.Expired), "requeued", len(res.Requeued))
+	}
+	return res, errors.Join(errs...)
+}

@@ -1,0 +1,176 @@
+// Package e2e_test runs Mantis's processes as real OS processes against real
+// PostgreSQL and Temporal.
+package e2e_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/devstack"
+	"github.com/mantis-deploy/mantis/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// replicaOptions are the knobs a test turns on a Mandible replica.
+type replicaOptions struct {
+	ID                string
+	DatabaseURL       string
+	Temporal          testenv.Temporal
+	PollInterval      string
+	ProcessingTimeout string
+	DeliveryTimeout   string
+	BatchSize         int
+	Env               []string
+}
+
+// replica is a Mandible process.
+type replica struct {
+	ID       string
+	HTTPAddr string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	logPath  string
+}
+
+func uniqueName(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+func startReplica(t *testing.T, o replicaOptions) *replica {
+	t.Helper()
+	bin := testenv.Binary(t, "mandible")
+	httpPort, err := devstack.FreePort(false)
+	require.NoError(t, err)
+	grpcPort, err := devstack.FreePort(false)
+	require.NoError(t, err)
+	if o.PollInterval == "" {
+		o.PollInterval = "30s"
+	}
+	if o.ProcessingTimeout == "" {
+		o.ProcessingTimeout = "300s"
+	}
+	if o.DeliveryTimeout == "" {
+		o.DeliveryTimeout = "1h"
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 100
+	}
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`replica_id = %q
+[log]
+level = "warn"
+[database]
+url = %q
+max_conns = 8
+[temporal]
+address = %q
+namespace = %q
+[http]
+listen = "127.0.0.1:%d"
+tokens = ["test-token-0123456789abcdef"]
+[grpc]
+listen = "127.0.0.1:%d"
+insecure = true
+[dispatch]
+poll_interval = %q
+processing_timeout = %q
+delivery_timeout = %q
+batch_size = %d
+[thorax]
+heartbeat_timeout = "1h"
+`, o.ID, o.DatabaseURL, o.Temporal.Address, o.Temporal.Namespace, httpPort, grpcPort,
+		o.PollInterval, o.ProcessingTimeout, o.DeliveryTimeout, o.BatchSize)
+	confPath := filepath.Join(dir, "mandible.toml")
+	require.NoError(t, os.WriteFile(confPath, []byte(conf), 0o600))
+	logPath := filepath.Join(dir, "mandible.log")
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+
+	r := &replica{ID: o.ID, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort), done: make(chan struct{}), logPath: logPath}
+	r.cmd = exec.Command(bin, "--config", confPath)
+	r.cmd.Env = append(os.Environ(), o.Env...)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, r.cmd.Start())
+	go func() {
+		_ = r.cmd.Wait()
+		logFile.Close()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		r.stop(t)
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("replica %s log:\n%s", o.ID, tailString(string(b), 4000))
+		}
+	})
+	require.Eventually(t, func() bool {
+		select {
+		case <-r.done:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("replica %s exited during start-up:\n%s", o.ID, b)
+		default:
+		}
+		resp, err := http.Get("http://" + r.HTTPAddr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 60*time.Second, 100*time.Millisecond, "replica %s never became healthy", o.ID)
+	return r
+}
+
+// kill ends the replica at once, as a crash would.
+func (r *replica) kill(t *testing.T) {
+	t.Helper()
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	<-r.done
+}
+
+// stop asks the replica to shut down and waits a bounded time.
+func (r *replica) stop(t *testing.T) {
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		_ = r.cmd.Process.Signal(syscall.SIGKILL)
+		<-r.done
+		t.Errorf("replica %s did not stop within 30s of SIGTERM", r.ID)
+	}
+}
+
+func (r *replica) log() string {
+	b, _ := os.ReadFile(r.logPath)
+	return string(b)
+}
+
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+var _ = strings.TrimSpace
+var _ = context.Background

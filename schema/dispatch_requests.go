@@ -1,0 +1,529 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// The budget and lifetime of a dispatch request (seed "Competing Consumers").
+const (
+	// MaxDispatchAttempts is how many failed deliveries a request may have before it is failed.
+	MaxDispatchAttempts = 10
+	// DispatchRequestTTL is how long after creation a request expires, whatever its state.
+	DispatchRequestTTL = 24 * time.Hour
+)
+
+// Dispatch request states.
+const (
+	StatusPending    = "pending"
+	StatusProcessing = "processing"
+	StatusDispatched = "dispatched"
+	StatusFailed     = "failed"
+	StatusExpired    = "expired"
+)
+
+// Priorities, in claim order.
+const (
+	PriorityHigh   = "high"
+	PriorityNormal = "normal"
+	PriorityLow    = "low"
+)
+
+// Priorities lists the priorities in claim order.
+var Priorities = []string{PriorityHigh, PriorityNormal, PriorityLow}
+
+// ValidPriority reports whether p is one of the priorities.
+func ValidPriority(p string) bool {
+	return p == PriorityHigh || p == PriorityNormal || p == PriorityLow
+}
+
+// NewDispatchRequest is one request to enqueue.
+type NewDispatchRequest struct {
+	// IdempotencyKey makes the enqueue idempotent: the same key yields the same request.
+	IdempotencyKey string
+	// Target is the target's name.
+	Target       string
+	DeploymentID *uuid.UUID
+	StepPosition *int
+	Command      string
+	// Timeout bounds the command's run on the agent; zero means ten minutes.
+	Timeout  time.Duration
+	Priority string
+}
+
+// EnqueuedRequest is the stored request for one enqueue: Created is false when the key
+// already named a request.
+type EnqueuedRequest struct {
+	ID             uuid.UUID
+	IdempotencyKey string
+	Created        bool
+	ExpiresAt      time.Time
+}
+
+// InputError lists every problem with an enqueue, naming the offending request.
+type InputError struct{ Problems []string }
+
+func (e *InputError) Error() string {
+	return "invalid dispatch request: " + strings.Join(e.Problems, "; ")
+}
+
+const defaultCommandTimeout = 10 * time.Minute
+
+// EnqueueDispatchRequests writes reqs in one statement. An unknown target, a bad
+// priority or an empty command is an *InputError and nothing is written. Requests whose
+// idempotency key already exists are returned as they are, not written again. The insert
+// notifies every replica's LISTEN connection.
+func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchRequest) ([]EnqueuedRequest, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	var problems []string
+	names := make([]string, 0, len(reqs))
+	seen := map[string]bool{}
+	for i, r := range reqs {
+		at := fmt.Sprintf("requests[%d]", i)
+		if strings.TrimSpace(r.IdempotencyKey) == "" {
+			problems = append(problems, at+".idempotency_key: required")
+		} else if seen[r.IdempotencyKey] {
+			problems = append(problems, fmt.Sprintf("%s.idempotency_key: %q repeats an earlier request", at, r.IdempotencyKey))
+		}
+		seen[r.IdempotencyKey] = true
+		if strings.TrimSpace(r.Command) == "" {
+			problems = append(problems, at+".command: must not be empty")
+		}
+		if !ValidPriority(r.Priority) {
+			problems = append(problems, fmt.Sprintf("%s.priority: must be high, normal or low, got %q", at, r.Priority))
+		}
+		if r.Timeout < 0 {
+			problems = append(problems, fmt.Sprintf("%s.timeout: must be positive, got %s", at, r.Timeout))
+		}
+		if (r.DeploymentID == nil) != (r.StepPosition == nil) {
+			problems = append(problems, at+": deployment_id and step_position go together")
+		}
+		if r.Target == "" {
+			problems = append(problems, at+".target: required")
+		}
+		names = append(names, r.Target)
+	}
+	if len(problems) > 0 {
+		return nil, &InputError{Problems: problems}
+	}
+
+	ids := map[string]uuid.UUID{}
+	rows, err := db.Query(ctx, `SELECT name, id FROM targets WHERE name = ANY($1) AND deregistered_at IS NULL`, names)
+	if err != nil {
+		return nil, fmt.Errorf("resolving targets: %w", err)
+	}
+	for rows.Next() {
+		var name string
+		var id uuid.UUID
+		if err := rows.Scan(&name, &id); err != nil {
+			return nil, fmt.Errorf("resolving targets: %w", err)
+		}
+		ids[name] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("resolving targets: %w", err)
+	}
+	for i, r := range reqs {
+		if _, ok := ids[r.Target]; !ok {
+			problems = append(problems, fmt.Sprintf("requests[%d].target: unknown target %q", i, r.Target))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &InputError{Problems: problems}
+	}
+
+	var (
+		keys      = make([]string, len(reqs))
+		targets   = make([]uuid.UUID, len(reqs))
+		deps      = make([]*uuid.UUID, len(reqs))
+		steps     = make([]*int32, len(reqs))
+		commands  = make([]string, len(reqs))
+		timeouts  = make([]int64, len(reqs))
+		prios     = make([]string, len(reqs))
+		byKey     = make(map[string]int, len(reqs))
+		result    = make([]EnqueuedRequest, len(reqs))
+		remaining []string
+	)
+	for i, r := range reqs {
+		keys[i], targets[i], deps[i], commands[i], prios[i] = r.IdempotencyKey, ids[r.Target], r.DeploymentID, r.Command, r.Priority
+		if r.StepPosition != nil {
+			p := int32(*r.StepPosition)
+			steps[i] = &p
+		}
+		timeout := r.Timeout
+		if timeout == 0 {
+			timeout = defaultCommandTimeout
+		}
+		timeouts[i] = timeout.Microseconds()
+		byKey[r.IdempotencyKey] = i
+	}
+	rows, err = db.Query(ctx, `
+		INSERT INTO pending_dispatch_requests
+		    (idempotency_key, target_id, deployment_id, step_position, command, timeout, priority, expires_at)
+		SELECT k, t, d, s, c, make_interval(secs => us / 1e6), p, now() + make_interval(secs => $8)
+		FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::bigint[], $7::text[])
+		     AS r(k, t, d, s, c, us, p)
+		ON CONFLICT (idempotency_key) DO NOTHING
+		RETURNING idempotency_key, id, expires_at`,
+		keys, targets, deps, steps, commands, timeouts, prios, DispatchRequestTTL.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("inserting dispatch requests: %w", err)
+	}
+	created := map[string]bool{}
+	for rows.Next() {
+		var e EnqueuedRequest
+		if err := rows.Scan(&e.IdempotencyKey, &e.ID, &e.ExpiresAt); err != nil {
+			return nil, fmt.Errorf("inserting dispatch requests: %w", err)
+		}
+		e.Created = true
+		created[e.IdempotencyKey] = true
+		result[byKey[e.IdempotencyKey]] = e
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("inserting dispatch requests: %w", err)
+	}
+	for _, k := range keys {
+		if !created[k] {
+			remaining = append(remaining, k)
+		}
+	}
+	if len(remaining) > 0 {
+		rows, err := db.Query(ctx, `SELECT idempotency_key, id, expires_at FROM pending_dispatch_requests WHERE idempotency_key = ANY($1)`, remaining)
+		if err != nil {
+			return nil, fmt.Errorf("reading existing dispatch requests: %w", err)
+		}
+		for rows.Next() {
+			var e EnqueuedRequest
+			if err := rows.Scan(&e.IdempotencyKey, &e.ID, &e.ExpiresAt); err != nil {
+				return nil, fmt.Errorf("reading existing dispatch requests: %w", err)
+			}
+			result[byKey[e.IdempotencyKey]] = e
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("reading existing dispatch requests: %w", err)
+		}
+	}
+	return result, nil
+}
+
+// ClaimedRequest is a request a replica won, with the epoch that fences its outcome.
+type ClaimedRequest struct {
+	ID        uuid.UUID `json:"id"`
+	Epoch     int64     `json:"epoch"`
+	Target    string    `json:"target"`
+	Priority  string    `json:"priority"`
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ClaimResult is one claim: the rows won, and how many candidates were lost to other
+// replicas between load and update.
+type ClaimResult struct {
+	Claimed []ClaimedRequest
+	Lost    int
+}
+
+// ClaimPending claims up to limit pending requests for replica: priority first, then
+// age, skipping rows waiting for their next attempt and rows past expiry. The claim is
+// the seed's conditional UPDATE from pending to processing (only an update that still
+// sees pending wins) with a new claim epoch; SKIP LOCKED on the load keeps replicas
+// from loading the same rows, so losses stay rare.
+func ClaimPending(ctx context.Context, db DB, replica string, limit int) (ClaimResult, error) {
+	rows, err := db.Query(ctx, `
+		WITH candidates AS (
+		    SELECT id, priority_rank, created_at
+		    FROM pending_dispatch_requests
+		    WHERE status = 'pending' AND next_attempt_at <= now() AND expires_at > now()
+		    ORDER BY priority_rank, created_at
+		    LIMIT $2
+		    FOR UPDATE SKIP LOCKED
+		), claimed AS (
+		    UPDATE pending_dispatch_requests p
+		    SET status = 'processing', claimed_by = $1, claimed_at = now(), claim_epoch = p.claim_epoch + 1
+		    FROM candidates c
+		    WHERE p.id = c.id AND p.status = 'pending'
+		    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
+		)
+		SELECT c.id, cl.claim_epoch, t.name, cl.priority, cl.attempts, cl.created_at
+		FROM candidates c
+		LEFT JOIN claimed cl ON cl.id = c.id
+		LEFT JOIN targets t ON t.id = cl.target_id
+		ORDER BY c.priority_rank, c.created_at`, replica, limit)
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
+	}
+	defer rows.Close()
+	var res ClaimResult
+	for rows.Next() {
+		var (
+			id       uuid.UUID
+			epoch    *int64
+			target   *string
+			priority *string
+			attempts *int
+			created  *time.Time
+		)
+		if err := rows.Scan(&id, &epoch, &target, &priority, &attempts, &created); err != nil {
+			return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
+		}
+		if epoch == nil {
+			res.Lost++
+			continue
+		}
+		res.Claimed = append(res.Claimed, ClaimedRequest{ID: id, Epoch: *epoch, Target: *target, Priority: *priority, Attempts: *attempts, CreatedAt: *created})
+	}
+	if err := rows.Err(); err != nil {
+		return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
+	}
+	return res, nil
+}
+
+// Delivery outcomes of one claimed request.
+const (
+	// OutcomeDispatched: a command_queue row was written.
+	OutcomeDispatched = "dispatched"
+	// OutcomeRetry: the delivery failed; the request is pending again after a backoff.
+	OutcomeRetry = "retry"
+	// OutcomeFailed: the delivery failed and the budget of 10 attempts is spent.
+	OutcomeFailed = "failed"
+	// OutcomeExpired: the request passed its 24 h expiry before delivery.
+	OutcomeExpired = "expired"
+	// OutcomeStale: the caller's epoch no longer holds the request (it was reclaimed);
+	// the write was refused.
+	OutcomeStale = "stale"
+)
+
+// ClaimRef names a claimed request and the epoch its holder claimed it with.
+type ClaimRef struct {
+	ID    uuid.UUID `json:"id"`
+	Epoch int64     `json:"epoch"`
+}
+
+// DeliveryOutcome is what became of one claimed request.
+type DeliveryOutcome struct {
+	RequestID     uuid.UUID  `json:"request_id"`
+	Outcome       string     `json:"outcome"`
+	CommandID     *uuid.UUID `json:"command_id,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	// Queued is how long the request waited from creation to dispatch.
+	Queued time.Duration `json:"queued_ns,omitempty"`
+	// Command is the written command, for the broker nudge.
+	Command *DispatchedCommand `json:"command,omitempty"`
+}
+
+// DispatchedCommand is the part of a written command_queue row a nudge carries.
+type DispatchedCommand struct {
+	ID                 uuid.UUID  `json:"id"`
+	Target             string     `json:"target"`
+	Mode               string     `json:"mode"`
+	Priority           string     `json:"priority"`
+	AssignedInstanceID *uuid.UUID `json:"assigned_instance_id,omitempty"`
+	MaxRetries         int        `json:"max_retries"`
+}
+
+// DeliverOptions tunes DeliverClaimed.
+type DeliverOptions struct {
+	// HeartbeatTimeout is how recent a Thorax heartbeat must be for the instance to count
+	// as live.
+	HeartbeatTimeout time.Duration
+}
+
+// DeliverClaimed records the delivery of a claimed batch in one transaction: for each
+// request still held by replica at its epoch, a command_queue row for its target (when a
+// live Thorax serves the target), or a failed attempt with backoff (or failure once the
+// budget is spent), or expiry. Writes are fenced by epoch: a request reclaimed since is
+// reported stale and left alone. Replaying a batch returns the outcomes recorded the
+// first time.
+func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []ClaimRef, opts DeliverOptions) ([]DeliveryOutcome, error) {
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(batch))
+	epochs := make([]int64, len(batch))
+	for i, c := range batch {
+		ids[i], epochs[i] = c.ID, c.Epoch
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("delivering batch: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	rows, err := tx.Query(ctx, `
+		SELECT p.id, p.status, p.claim_epoch = b.epoch AND p.claimed_by IS NOT DISTINCT FROM $3,
+		       p.attempts, p.expires_at <= now(), now() - p.created_at, p.last_error, p.next_attempt_at,
+		       p.priority, t.name, t.mode, t.assigned_instance_id,
+		       EXISTS (SELECT 1 FROM thorax_instances i
+		               WHERE i.id = t.assigned_instance_id AND i.status = 'live'
+		                 AND i.last_heartbeat_at > now() - make_interval(secs => $4)),
+		       t.deregistered_at IS NOT NULL,
+		       (SELECT c.id FROM command_queue c WHERE c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts)
+		FROM unnest($1::uuid[], $2::bigint[]) AS b(id, epoch)
+		JOIN pending_dispatch_requests p ON p.id = b.id
+		JOIN targets t ON t.id = p.target_id
+		FOR UPDATE OF p`, ids, epochs, replica, opts.HeartbeatTimeout.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("loading claimed batch: %w", err)
+	}
+	type row struct {
+		id                 uuid.UUID
+		status             string
+		held               bool
+		attempts           int
+		expired            bool
+		queued             time.Duration
+		lastError          *string
+		nextAttempt        time.Time
+		priority           string
+		target, mode       string
+		instance           *uuid.UUID
+		live, deregistered bool
+		existingCommandID  *uuid.UUID
+	}
+	loaded := map[uuid.UUID]row{}
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.status, &r.held, &r.attempts, &r.expired, &r.queued, &r.lastError, &r.nextAttempt,
+			&r.priority, &r.target, &r.mode, &r.instance, &r.live, &r.deregistered, &r.existingCommandID); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("loading claimed batch: %w", err)
+		}
+		loaded[r.id] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("loading claimed batch: %w", err)
+	}
+
+	var (
+		outcomes = make([]DeliveryOutcome, 0, len(batch))
+		// command rows to write
+		cmdIDs, cmdReqs []uuid.UUID
+		cmdRetries      []int32
+		// retries and failures
+		retryIDs  []uuid.UUID
+		retryErrs []string
+		failIDs   []uuid.UUID
+		failErrs  []string
+		expireIDs []uuid.UUID
+	)
+	for _, c := range batch {
+		r, ok := loaded[c.ID]
+		out := DeliveryOutcome{RequestID: c.ID}
+		switch {
+		case !ok || !r.held:
+			out.Outcome, out.Error = OutcomeStale, "claim epoch no longer holds the request: refused"
+		case r.status != StatusProcessing:
+			// Recorded by an earlier run of this delivery: report it again.
+			out.Outcome = map[string]string{StatusDispatched: OutcomeDispatched, StatusPending: OutcomeRetry,
+				StatusFailed: OutcomeFailed, StatusExpired: OutcomeExpired}[r.status]
+			out.CommandID = r.existingCommandID
+			if r.lastError != nil && out.Outcome != OutcomeDispatched {
+				out.Error = *r.lastError
+			}
+			if out.Outcome == OutcomeRetry {
+				t := r.nextAttempt
+				out.NextAttemptAt = &t
+			}
+		case r.expired:
+			out.Outcome, out.Error = OutcomeExpired, "expired 24h after creation before it could be dispatched"
+			expireIDs = append(expireIDs, r.id)
+		case r.deregistered || !r.live:
+			reason := fmt.Sprintf("no live Thorax for target %s", r.target)
+			if r.deregistered {
+				reason = fmt.Sprintf("target %s is deregistered", r.target)
+			}
+			out.Error = reason
+			if r.attempts+1 >= MaxDispatchAttempts {
+				out.Outcome = OutcomeFailed
+				failIDs, failErrs = append(failIDs, r.id), append(failErrs, reason)
+			} else {
+				out.Outcome = OutcomeRetry
+				retryIDs, retryErrs = append(retryIDs, r.id), append(retryErrs, reason)
+			}
+		default:
+			id := uuid.Must(uuid.NewV7())
+			out.Outcome, out.CommandID, out.Queued = OutcomeDispatched, &id, r.queued
+			out.Command = &DispatchedCommand{ID: id, Target: r.target, Mode: r.mode, Priority: r.priority, AssignedInstanceID: r.instance,
+				MaxRetries: MaxDispatchAttempts - r.attempts}
+			cmdIDs, cmdReqs, cmdRetries = append(cmdIDs, id), append(cmdReqs, r.id), append(cmdRetries, int32(MaxDispatchAttempts-r.attempts))
+		}
+		outcomes = append(outcomes, out)
+	}
+
+	retryAt := map[uuid.UUID]time.Time{}
+	b := &pgx.Batch{}
+	if len(cmdIDs) > 0 {
+		b.Queue(`
+			INSERT INTO command_queue (id, dispatch_request_id, dispatch_attempt, target_id, deployment_id, step_position,
+			                           command, timeout, priority, mode, assigned_instance_id, max_retries)
+			SELECT n.id, p.id, p.attempts, p.target_id, p.deployment_id, p.step_position,
+			       p.command, p.timeout, p.priority, t.mode, t.assigned_instance_id, n.retries
+			FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS n(id, req, retries)
+			JOIN pending_dispatch_requests p ON p.id = n.req
+			JOIN targets t ON t.id = p.target_id`, cmdIDs, cmdReqs, cmdRetries)
+		b.Queue(`
+			UPDATE pending_dispatch_requests
+			SET status = 'dispatched', dispatched_at = now(), last_error = NULL
+			WHERE id = ANY($1)`, cmdReqs)
+	}
+	if len(retryIDs) > 0 {
+		// Backoffs are added to the database clock, the one all replicas share.
+		b.Queue(`
+			UPDATE pending_dispatch_requests p
+			SET status = 'pending', attempts = p.attempts + 1,
+			    next_attempt_at = now() + dispatch_backoff(p.attempts + 1), last_error = r.err
+			FROM unnest($1::uuid[], $2::text[]) AS r(id, err)
+			WHERE p.id = r.id
+			RETURNING p.id, p.next_attempt_at`, retryIDs, retryErrs).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id uuid.UUID
+				var at time.Time
+				if err := rows.Scan(&id, &at); err != nil {
+					return err
+				}
+				retryAt[id] = at
+			}
+			return rows.Err()
+		})
+	}
+	if len(failIDs) > 0 {
+		b.Queue(`
+			UPDATE pending_dispatch_requests p
+			SET status = 'failed', attempts = p.attempts + 1, finished_at = now(), last_error = r.err
+			FROM unnest($1::uuid[], $2::text[]) AS r(id, err)
+			WHERE p.id = r.id`, failIDs, failErrs)
+	}
+	if len(expireIDs) > 0 {
+		b.Queue(`
+			UPDATE pending_dispatch_requests
+			SET status = 'expired', finished_at = now(), last_error = 'expired 24h after creation'
+			WHERE id = ANY($1)`, expireIDs)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("recording batch outcomes: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("committing batch outcomes: %w", err)
+	}
+	for i := range outcomes {
+		if at, ok := retryAt[outcomes[i].RequestID]; ok {
+			outcomes[i].NextAttemptAt = &at
+		}
+	}
+	return outcomes, nil
+}
+
+// ErrStaleEpoch is returned when a write names an epoch that no longer holds its row.
+var ErrStaleEpoch = errors.New("stale claim epoch")

@@ -1,0 +1,154 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// DispatchRequestView is a request as operators inspect it, with a plain reason for
+// its state.
+type DispatchRequestView struct {
+	ID             uuid.UUID  `json:"id"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	Target         string     `json:"target"`
+	DeploymentID   *uuid.UUID `json:"deployment_id,omitempty"`
+	StepPosition   *int       `json:"step_position,omitempty"`
+	Command        string     `json:"command"`
+	Priority       string     `json:"priority"`
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	MaxAttempts    int        `json:"max_attempts"`
+	CreatedAt      time.Time  `json:"created_at"`
+	ExpiresAt      time.Time  `json:"expires_at"`
+	NextAttemptAt  time.Time  `json:"next_attempt_at"`
+	ClaimedBy      *string    `json:"claimed_by,omitempty"`
+	ClaimedAt      *time.Time `json:"claimed_at,omitempty"`
+	ClaimEpoch     int64      `json:"claim_epoch"`
+	DispatchedAt   *time.Time `json:"dispatched_at,omitempty"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	LastError      *string    `json:"last_error,omitempty"`
+	CommandID      *uuid.UUID `json:"command_id,omitempty"`
+	CommandStatus  *string    `json:"command_status,omitempty"`
+	// Reason says in plain words why the request is in its state.
+	Reason string `json:"reason"`
+}
+
+// DispatchRequestFilter selects requests to list. Zero fields do not filter.
+type DispatchRequestFilter struct {
+	Statuses     []string
+	Target       string
+	DeploymentID *uuid.UUID
+	// Limit caps the page (default 100, at most 1000).
+	Limit int
+	// Before pages backwards: requests created before this one.
+	Before *uuid.UUID
+}
+
+// ListDispatchRequests returns requests newest first, each with the reason for its
+// state. heartbeatTimeout decides which Thorax instances count as live.
+func ListDispatchRequests(ctx context.Context, db DB, f DispatchRequestFilter, heartbeatTimeout time.Duration) ([]DispatchRequestView, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	rows, err := db.Query(ctx, `
+		SELECT p.id, p.idempotency_key, t.name, p.deployment_id, p.step_position, p.command, p.priority, p.status,
+		       p.attempts, p.created_at, p.expires_at, p.next_attempt_at, p.claimed_by, p.claimed_at, p.claim_epoch,
+		       p.dispatched_at, p.finished_at, p.last_error, c.id, c.status,
+		       t.deregistered_at IS NOT NULL,
+		       EXISTS (SELECT 1 FROM thorax_instances i
+		               WHERE i.id = t.assigned_instance_id AND i.status = 'live'
+		                 AND i.last_heartbeat_at > now() - make_interval(secs => $6)),
+		       now()
+		FROM pending_dispatch_requests p
+		JOIN targets t ON t.id = p.target_id
+		LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
+		WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR p.status = ANY($1))
+		  AND ($2 = '' OR t.name = $2)
+		  AND ($3::uuid IS NULL OR p.deployment_id = $3)
+		  AND ($4::uuid IS NULL OR (p.created_at, p.id) < (SELECT created_at, id FROM pending_dispatch_requests WHERE id = $4))
+		ORDER BY p.created_at DESC, p.id DESC
+		LIMIT $5`, f.Statuses, f.Target, f.DeploymentID, f.Before, limit, heartbeatTimeout.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("listing dispatch requests: %w", err)
+	}
+	defer rows.Close()
+	var out []DispatchRequestView
+	for rows.Next() {
+		var (
+			v                  DispatchRequestView
+			step               *int32
+			deregistered, live bool
+			now                time.Time
+		)
+		if err := rows.Scan(&v.ID, &v.IdempotencyKey, &v.Target, &v.DeploymentID, &step, &v.Command, &v.Priority, &v.Status,
+			&v.Attempts, &v.CreatedAt, &v.ExpiresAt, &v.NextAttemptAt, &v.ClaimedBy, &v.ClaimedAt, &v.ClaimEpoch,
+			&v.DispatchedAt, &v.FinishedAt, &v.LastError, &v.CommandID, &v.CommandStatus, &deregistered, &live, &now); err != nil {
+			return nil, fmt.Errorf("listing dispatch requests: %w", err)
+		}
+		if step != nil {
+			s := int(*step)
+			v.StepPosition = &s
+		}
+		v.MaxAttempts = MaxDispatchAttempts
+		v.Reason = dispatchReason(v, deregistered, live, now)
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// dispatchReason explains a request's state.
+func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Time) string {
+	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	lastErr := ""
+	if v.LastError != nil {
+		lastErr = *v.LastError
+	}
+	switch v.Status {
+	case StatusPending:
+		switch {
+		case v.ExpiresAt.Before(now):
+			return fmt.Sprintf("past its expiry at %s; the next sweep marks it expired", ts(v.ExpiresAt))
+		case v.NextAttemptAt.After(now):
+			return fmt.Sprintf("waiting for backoff until %s (attempt %d of %d failed: %s)", ts(v.NextAttemptAt), v.Attempts, MaxDispatchAttempts, lastErr)
+		case deregistered:
+			return fmt.Sprintf("target %s is deregistered; delivery will fail", v.Target)
+		case !live:
+			return fmt.Sprintf("no live Thorax for target %s; waiting for a replica to claim it (queued since %s)", v.Target, ts(v.CreatedAt))
+		default:
+			return fmt.Sprintf("waiting for a replica to claim it (queued since %s)", ts(v.CreatedAt))
+		}
+	case StatusProcessing:
+		holder, at := "", ""
+		if v.ClaimedBy != nil {
+			holder = *v.ClaimedBy
+		}
+		if v.ClaimedAt != nil {
+			at = ts(*v.ClaimedAt)
+		}
+		return fmt.Sprintf("claimed by replica %s at %s (epoch %d), delivery in progress", holder, at, v.ClaimEpoch)
+	case StatusDispatched:
+		cmd := "its command"
+		if v.CommandID != nil {
+			cmd = "command " + v.CommandID.String()
+		}
+		status := "unknown"
+		if v.CommandStatus != nil {
+			status = *v.CommandStatus
+		}
+		at := ""
+		if v.DispatchedAt != nil {
+			at = ts(*v.DispatchedAt)
+		}
+		return fmt.Sprintf("dispatched at %s as %s (%s)", at, cmd, status)
+	case StatusFailed:
+		return fmt.Sprintf("failed after %d attempts: %s", v.Attempts, lastErr)
+	case StatusExpired:
+		return fmt.Sprintf("expired at %s, 24h after creation; never dispatched again", ts(v.ExpiresAt))
+	}
+	return v.Status
+}

@@ -1,0 +1,157 @@
+// Package workers starts Mantis's worker pools: Mandible's Temporal worker with its
+// dispatcher, and (in Thorax) the priority-queue consumers.
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/workflows"
+)
+
+// DispatchOptions configures a replica's dispatch worker.
+type DispatchOptions struct {
+	Client     client.Client
+	Namespace  string
+	DB         *pgxpool.Pool
+	ReplicaID  string
+	Activities *activities.Activities
+	Input      workflows.DispatcherInput
+	Logger     *slog.Logger
+}
+
+// wakeCoalesce is the shortest gap between two wake-up signals to the dispatcher: a
+// burst of inserts costs one signal, and the dispatcher drains any that pile up.
+const wakeCoalesce = 20 * time.Millisecond
+
+// RunDispatch runs the replica's Temporal worker on its own task queue, makes sure its
+// dispatcher workflow is running, and forwards the database's new-request
+// notifications to it as wake-ups, until ctx ends.
+func RunDispatch(ctx context.Context, opts DispatchOptions) error {
+	queue := workflows.ReplicaTaskQueue(opts.ReplicaID)
+	w := worker.New(opts.Client, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.Dispatcher, workflow.RegisterOptions{Name: workflows.DispatcherWorkflowType})
+	w.RegisterActivityWithOptions(opts.Activities, activity.RegisterOptions{})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting Temporal worker on %s: %w", queue, err)
+	}
+	defer w.Stop()
+
+	id := workflows.DispatcherWorkflowID(opts.ReplicaID)
+	run, err := opts.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                queue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.ReplicaSearchAttribute.ValueSet(opts.ReplicaID)),
+		StaticSummary:            "Dispatch loop of Mandible replica " + opts.ReplicaID,
+	}, workflows.DispatcherWorkflowType, opts.Input)
+	if err != nil {
+		return fmt.Errorf("starting dispatcher workflow %s: %w", id, err)
+	}
+	opts.Logger.InfoContext(ctx, "dispatcher running", "workflow_id", id, "run_id", run.GetRunID(), "task_queue", queue)
+
+	listenErr := listenForRequests(ctx, opts)
+
+	// Shutting down: stop the loop so no activity is left scheduled on a queue nobody
+	// polls; the next start of this replica starts it again.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := opts.Client.CancelWorkflow(stopCtx, id, ""); err != nil {
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) {
+			opts.Logger.Warn("cancelling dispatcher workflow", "workflow_id", id, "err", err)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return listenErr
+}
+
+// listenForRequests LISTENs for new dispatch requests and signals the dispatcher,
+// coalescing bursts. It reconnects when the connection drops.
+func listenForRequests(ctx context.Context, opts DispatchOptions) error {
+	id := workflows.DispatcherWorkflowID(opts.ReplicaID)
+	var lastSignal time.Time
+	for ctx.Err() == nil {
+		err := func() error {
+			conn, err := opts.DB.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Release()
+			if _, err := conn.Exec(ctx, "LISTEN mantis_dispatch_requests"); err != nil {
+				return err
+			}
+			defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *") }()
+			for {
+				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+					return err
+				}
+				if wait := wakeCoalesce - time.Since(lastSignal); wait > 0 {
+					select {
+					case <-ctx.Done():
+						return ctx.Err()
+					case <-time.After(wait):
+					}
+				}
+				// Notifications that arrived meanwhile are answered by this one signal.
+				drainNotifications(ctx, conn.Conn())
+				lastSignal = time.Now()
+				if err := opts.Client.SignalWorkflow(ctx, id, "", workflows.WakeSignal, nil); err != nil && ctx.Err() == nil {
+					opts.Logger.WarnContext(ctx, "waking dispatcher failed; the tick picks the requests up", "err", err)
+				}
+			}
+		}()
+		if ctx.Err() != nil {
+			return nil
+		}
+		opts.Logger.WarnContext(ctx, "dispatch LISTEN connection lost, reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// EnsureSearchAttributes registers Mantis's search attributes in the namespace when
+// they are missing.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string, keys []temporal.SearchAttributeKey) error {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("listing search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, k := range keys {
+		if _, ok := have.GetCustomAttributes()[k.GetName()]; !ok {
+			missing[k.GetName()] = k.GetValueType()
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: missing,
+	})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("registering search attributes: %w", err)
+	}
+	return nil
+}
