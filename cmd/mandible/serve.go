@@ -140,8 +140,12 @@ func serve(ctx context.Context, cfg config.Mandible) error {
 	httpServer := &http.Server{
 		Addr: cfg.HTTP.Listen,
 		Handler: httpapi.New(httpapi.Options{
-			Logger:   logger,
-			Registry: registry,
+			Logger:           logger,
+			Registry:         registry,
+			DB:               pool,
+			Tokens:           cfg.HTTP.Tokens,
+			MaxBodyBytes:     cfg.HTTP.MaxBodyBytes,
+			HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 			Checks: map[string]httpapi.Check{
 				"database": func(ctx context.Context) error { return pool.Ping(ctx) },
 				"temporal": func(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -18,16 +19,38 @@ import (
 // Check reports whether one dependency is reachable; nil means ready.
 type Check func(ctx context.Context) error
 
-// Options wires the server to what it reports on.
+// Options wires the server to what it serves and reports on.
 type Options struct {
 	Logger *slog.Logger
 	// Checks are run by /readyz, by name (database, temporal, broker, ...).
 	Checks   map[string]Check
 	Registry *prometheus.Registry
+	DB       *pgxpool.Pool
+	// Tokens are the bearer tokens /api/v1 accepts.
+	Tokens []string
+	// MaxBodyBytes caps request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// HeartbeatTimeout decides which Thorax instances count as live.
+	HeartbeatTimeout time.Duration
 }
 
-// New returns Mandible's HTTP handler.
+type server struct {
+	db               *pgxpool.Pool
+	logger           *slog.Logger
+	maxBody          int64
+	heartbeatTimeout time.Duration
+}
+
+// New returns Mandible's HTTP handler: /healthz, /readyz and /metrics open, /api/v1
+// behind a bearer token.
 func New(opts Options) http.Handler {
+	s := &server{db: opts.DB, logger: opts.Logger, maxBody: opts.MaxBodyBytes, heartbeatTimeout: opts.HeartbeatTimeout}
+	if s.maxBody <= 0 {
+		s.maxBody = 1 << 20
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -36,6 +59,17 @@ func New(opts Options) http.Handler {
 	if opts.Registry != nil {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
 	}
+
+	api := http.NewServeMux()
+	api.HandleFunc("POST /api/v1/dispatch-requests", s.enqueueDispatchRequests)
+	api.HandleFunc("GET /api/v1/dispatch-requests", s.listDispatchRequests)
+	api.HandleFunc("GET /api/v1/targets", s.listTargets)
+	api.HandleFunc("POST /api/v1/targets", s.registerTarget)
+	api.HandleFunc("DELETE /api/v1/targets/{name}", s.deregisterTarget)
+	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	mux.Handle("/api/", requireToken(opts.Tokens, api))
 	return mux
 }
 

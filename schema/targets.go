@@ -1,0 +1,154 @@
+package schema
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Target modes: how Thorax hands a target's commands to its agent.
+const (
+	ModePoll   = "poll"
+	ModeListen = "listen"
+)
+
+// Target is a host Mantis runs commands on.
+type Target struct {
+	ID                 uuid.UUID         `json:"id"`
+	Name               string            `json:"name"`
+	Mode               string            `json:"mode"`
+	Address            *string           `json:"address,omitempty"`
+	Labels             map[string]string `json:"labels"`
+	AssignedInstanceID *uuid.UUID        `json:"assigned_instance_id,omitempty"`
+	CreatedAt          time.Time         `json:"created_at"`
+	UpdatedAt          time.Time         `json:"updated_at"`
+}
+
+// NewTarget is a target to register.
+type NewTarget struct {
+	Name string
+	Mode string
+	// Address is the listen-mode agent's gRPC endpoint (host:port); poll-mode agents have none.
+	Address string
+	Labels  map[string]string
+}
+
+var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Validate lists every problem with t by field.
+func (t NewTarget) Validate() error {
+	var problems []string
+	if !targetName.MatchString(t.Name) {
+		problems = append(problems, fmt.Sprintf("name: must match %s, got %q", targetName, t.Name))
+	}
+	switch t.Mode {
+	case ModePoll:
+		if t.Address != "" {
+			problems = append(problems, "address: poll-mode targets have no address (their agent connects to Thorax)")
+		}
+	case ModeListen:
+		if t.Address == "" {
+			problems = append(problems, "address: required for listen-mode targets")
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("mode: must be poll or listen, got %q", t.Mode))
+	}
+	if len(problems) > 0 {
+		return &InputError{Problems: problems}
+	}
+	return nil
+}
+
+// RegisterTarget registers t, or updates the target of that name (registering it again
+// if it was deregistered). A listen-mode target is pinned to the live Thorax instance
+// with the fewest targets, if there is one; the assignment is kept on update while
+// that instance lives.
+func RegisterTarget(ctx context.Context, db DB, t NewTarget, heartbeatTimeout time.Duration) (Target, error) {
+	if err := t.Validate(); err != nil {
+		return Target{}, err
+	}
+	labels := t.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labelJSON, err := json.Marshal(labels)
+	if err != nil {
+		return Target{}, err
+	}
+	var address *string
+	if t.Address != "" {
+		address = &t.Address
+	}
+	row := db.QueryRow(ctx, `
+		WITH live AS (
+		    SELECT i.id FROM thorax_instances i
+		    WHERE i.status = 'live' AND i.last_heartbeat_at > now() - make_interval(secs => $5)
+		), pick AS (
+		    SELECT l.id FROM live l
+		    LEFT JOIN targets t ON t.assigned_instance_id = l.id AND t.deregistered_at IS NULL
+		    GROUP BY l.id ORDER BY count(t.id), l.id LIMIT 1
+		)
+		INSERT INTO targets (name, mode, address, labels, assigned_instance_id)
+		VALUES ($1, $2, $3, $4, CASE WHEN $2 = 'listen' THEN (SELECT id FROM pick) END)
+		ON CONFLICT (name) DO UPDATE
+		SET mode = EXCLUDED.mode, address = EXCLUDED.address, labels = EXCLUDED.labels,
+		    deregistered_at = NULL, updated_at = now(),
+		    assigned_instance_id = CASE
+		        WHEN EXCLUDED.mode = 'poll' THEN targets.assigned_instance_id
+		        WHEN targets.assigned_instance_id IN (SELECT id FROM live) THEN targets.assigned_instance_id
+		        ELSE (SELECT id FROM pick) END
+		RETURNING id, name, mode, address, labels, assigned_instance_id, created_at, updated_at`,
+		t.Name, t.Mode, address, labelJSON, heartbeatTimeout.Seconds())
+	return scanTarget(row)
+}
+
+func scanTarget(row interface{ Scan(...any) error }) (Target, error) {
+	var (
+		t      Target
+		labels []byte
+	)
+	if err := row.Scan(&t.ID, &t.Name, &t.Mode, &t.Address, &labels, &t.AssignedInstanceID, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		return Target{}, notFound(err)
+	}
+	if err := json.Unmarshal(labels, &t.Labels); err != nil {
+		return Target{}, fmt.Errorf("target %s labels: %w", t.Name, err)
+	}
+	return t, nil
+}
+
+// ListTargets returns the registered targets by name.
+func ListTargets(ctx context.Context, db DB) ([]Target, error) {
+	rows, err := db.Query(ctx, `
+		SELECT id, name, mode, address, labels, assigned_instance_id, created_at, updated_at
+		FROM targets WHERE deregistered_at IS NULL ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("listing targets: %w", err)
+	}
+	defer rows.Close()
+	var out []Target
+	for rows.Next() {
+		t, err := scanTarget(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// DeregisterTarget marks the named target deregistered; its history stays. It returns
+// ErrNotFound when no registered target has that name.
+func DeregisterTarget(ctx context.Context, db DB, name string) error {
+	tag, err := db.Exec(ctx, `UPDATE targets SET deregistered_at = now(), updated_at = now() WHERE name = $1 AND deregistered_at IS NULL`, name)
+	if err != nil {
+		return fmt.Errorf("deregistering target %s: %w", name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
