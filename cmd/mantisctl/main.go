@@ -32,6 +32,8 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDevCommand())
+	var flags clientFlags
+	flags.register(root)
+	root.AddCommand(newDevCommand(), newRequestsCommand(&flags), newTargetsCommand(&flags))
 	return root
 }

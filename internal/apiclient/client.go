@@ -1,0 +1,143 @@
+// Package apiclient is a Go client for Mandible's HTTP API, used by mantisctl.
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// Client calls one Mandible's API with a bearer token.
+type Client struct {
+	BaseURL string
+	Token   string
+	HTTP    *http.Client
+}
+
+// New returns a client for baseURL (e.g. http://127.0.0.1:8080).
+func New(baseURL, token string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+}
+
+// Error is an error answer of the API.
+type Error struct {
+	Status int
+	Body   httpapi.ErrorBody
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (HTTP %d)", e.Body.Error.Message, e.Status)
+	for _, f := range e.Body.Error.Fields {
+		fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Problem)
+	}
+	return b.String()
+}
+
+// Do sends a JSON request and decodes a JSON answer into out (when not nil).
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("calling Mandible at %s: %w", c.BaseURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		apiErr := &Error{Status: resp.StatusCode}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(raw, &apiErr.Body) != nil || apiErr.Body.Error.Message == "" {
+			apiErr.Body.Error.Message = strings.TrimSpace(string(raw))
+		}
+		return apiErr
+	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decoding answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// DispatchRequestQuery filters ListDispatchRequests.
+type DispatchRequestQuery struct {
+	Statuses   []string
+	Target     string
+	Deployment string
+	Limit      int
+}
+
+// ListDispatchRequests returns requests newest first with the reason for their state.
+func (c *Client) ListDispatchRequests(ctx context.Context, q DispatchRequestQuery) ([]schema.DispatchRequestView, error) {
+	v := url.Values{}
+	if len(q.Statuses) > 0 {
+		v.Set("status", strings.Join(q.Statuses, ","))
+	}
+	if q.Target != "" {
+		v.Set("target", q.Target)
+	}
+	if q.Deployment != "" {
+		v.Set("deployment", q.Deployment)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", fmt.Sprint(q.Limit))
+	}
+	var out struct {
+		Requests []schema.DispatchRequestView `json:"requests"`
+	}
+	err := c.Do(ctx, http.MethodGet, "/api/v1/dispatch-requests?"+v.Encode(), nil, &out)
+	return out.Requests, err
+}
+
+// ListTargets returns the registered targets.
+func (c *Client) ListTargets(ctx context.Context) ([]schema.Target, error) {
+	var out struct {
+		Targets []schema.Target `json:"targets"`
+	}
+	err := c.Do(ctx, http.MethodGet, "/api/v1/targets", nil, &out)
+	return out.Targets, err
+}
+
+// TargetSpec is a target to register.
+type TargetSpec struct {
+	Name    string            `json:"name"`
+	Mode    string            `json:"mode"`
+	Address string            `json:"address,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+}
+
+// RegisterTarget registers or updates a target.
+func (c *Client) RegisterTarget(ctx context.Context, t TargetSpec) (schema.Target, error) {
+	var out schema.Target
+	err := c.Do(ctx, http.MethodPost, "/api/v1/targets", t, &out)
+	return out, err
+}
+
+// DeregisterTarget deregisters the named target.
+func (c *Client) DeregisterTarget(ctx context.Context, name string) error {
+	return c.Do(ctx, http.MethodDelete, "/api/v1/targets/"+url.PathEscape(name), nil, nil)
+}
