@@ -101,34 +101,37 @@ type RedispatchResult struct {
 // the command is cancelled and its request goes back to pending with attempts + 1 and a
 // backoff, or to failed once the budget of 10 attempts is spent.
 func RequeueUndelivered(ctx context.Context, db DB, timeout time.Duration) ([]RedispatchResult, error) {
-	return failDelivery(ctx, db, `c.status = 'queued' AND c.created_at < now() - make_interval(secs => $1)`,
-		fmt.Sprintf("command not claimed by any Thorax within delivery_timeout (%s)", timeout), timeout.Seconds())
+	return failDelivery(ctx, db, fmt.Sprintf("command not claimed by any Thorax within delivery_timeout (%s)", timeout),
+		`c.status = 'queued' AND c.created_at < now() - make_interval(secs => $3)`, timeout.Seconds())
 }
 
-// failDelivery cancels the commands matching where (over command_queue c; $1 is its
-// argument) and returns their requests to pending with backoff, or fails them.
-func failDelivery(ctx context.Context, db DB, where, reason string, arg any) ([]RedispatchResult, error) {
+// failDelivery cancels the commands matching where (a condition over command_queue c,
+// whose arguments start at $3) and returns their requests to pending with attempts + 1
+// and a backoff — or to failed once the budget is spent, or to expired past expiry.
+func failDelivery(ctx context.Context, db DB, reason, where string, args ...any) ([]RedispatchResult, error) {
 	rows, err := db.Query(ctx, `
 		WITH due AS (
-		    SELECT c.id AS command_id, p.id AS request_id, p.attempts
+		    SELECT c.id AS command_id, p.id AS request_id
 		    FROM command_queue c
 		    JOIN pending_dispatch_requests p ON p.id = c.dispatch_request_id
 		                                     AND p.status = 'dispatched' AND c.dispatch_attempt = p.attempts
 		    WHERE `+where+`
 		    FOR UPDATE OF c, p SKIP LOCKED
 		), cancelled AS (
-		    UPDATE command_queue c SET status = 'cancelled', finished_at = now(), error = $2
+		    UPDATE command_queue c SET status = 'cancelled', finished_at = now(), error = $1
 		    FROM due WHERE c.id = due.command_id
 		)
 		UPDATE pending_dispatch_requests p
 		SET attempts = p.attempts + 1,
-		    status = CASE WHEN p.attempts + 1 >= $3 THEN 'failed' ELSE 'pending' END,
-		    finished_at = CASE WHEN p.attempts + 1 >= $3 THEN now() END,
+		    status = CASE WHEN p.expires_at <= now() THEN 'expired'
+		                  WHEN p.attempts + 1 >= $2 THEN 'failed'
+		                  ELSE 'pending' END,
+		    finished_at = CASE WHEN p.expires_at <= now() OR p.attempts + 1 >= $2 THEN now() END,
 		    next_attempt_at = now() + dispatch_backoff(p.attempts + 1),
-		    claimed_by = NULL, last_error = $2
+		    claimed_by = NULL, last_error = $1
 		FROM due
 		WHERE p.id = due.request_id
-		RETURNING p.id, due.command_id, p.status, p.next_attempt_at`, arg, reason, MaxDispatchAttempts)
+		RETURNING p.id, due.command_id, p.status, p.next_attempt_at`, append([]any{reason, MaxDispatchAttempts}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("failing deliveries: %w", err)
 	}
@@ -143,10 +146,13 @@ func failDelivery(ctx context.Context, db DB, where, reason string, arg any) ([]
 		if err := rows.Scan(&r.RequestID, &r.CommandID, &status, &at); err != nil {
 			return nil, fmt.Errorf("failing deliveries: %w", err)
 		}
-		r.Outcome = OutcomeRetry
-		if status == StatusFailed {
+		switch status {
+		case StatusFailed:
 			r.Outcome = OutcomeFailed
-		} else {
+		case StatusExpired:
+			r.Outcome = OutcomeExpired
+		default:
+			r.Outcome = OutcomeRetry
 			r.NextAttemptAt = &at
 		}
 		out = append(out, r)

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,6 +56,10 @@ type NewDispatchRequest struct {
 	// Timeout bounds the command's run on the agent; zero means ten minutes.
 	Timeout  time.Duration
 	Priority string
+	// Env is extra environment for the command; WorkingDir its directory (empty: the
+	// agent's default).
+	Env        map[string]string
+	WorkingDir string
 }
 
 // EnqueuedRequest is the stored request for one enqueue: Created is false when the key
@@ -148,6 +153,8 @@ func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchReque
 		commands  = make([]string, len(reqs))
 		timeouts  = make([]int64, len(reqs))
 		prios     = make([]string, len(reqs))
+		envs      = make([]string, len(reqs))
+		dirs      = make([]*string, len(reqs))
 		byKey     = make(map[string]int, len(reqs))
 		result    = make([]EnqueuedRequest, len(reqs))
 		remaining []string
@@ -163,17 +170,29 @@ func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchReque
 			timeout = defaultCommandTimeout
 		}
 		timeouts[i] = timeout.Microseconds()
+		env := r.Env
+		if env == nil {
+			env = map[string]string{}
+		}
+		b, err := json.Marshal(env)
+		if err != nil {
+			return nil, fmt.Errorf("requests[%d].env: %w", i, err)
+		}
+		envs[i] = string(b)
+		if r.WorkingDir != "" {
+			dirs[i] = &r.WorkingDir
+		}
 		byKey[r.IdempotencyKey] = i
 	}
 	rows, err = db.Query(ctx, `
 		INSERT INTO pending_dispatch_requests
-		    (idempotency_key, target_id, deployment_id, step_position, command, timeout, priority, expires_at)
-		SELECT k, t, d, s, c, make_interval(secs => us / 1e6), p, now() + make_interval(secs => $8)
-		FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::bigint[], $7::text[])
-		     AS r(k, t, d, s, c, us, p)
+		    (idempotency_key, target_id, deployment_id, step_position, command, timeout, priority, env, working_dir, expires_at)
+		SELECT k, t, d, s, c, make_interval(secs => us / 1e6), p, e::jsonb, w, now() + make_interval(secs => $8)
+		FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::int[], $5::text[], $6::bigint[], $7::text[], $9::text[], $10::text[])
+		     AS r(k, t, d, s, c, us, p, e, w)
 		ON CONFLICT (idempotency_key) DO NOTHING
 		RETURNING idempotency_key, id, expires_at`,
-		keys, targets, deps, steps, commands, timeouts, prios, DispatchRequestTTL.Seconds())
+		keys, targets, deps, steps, commands, timeouts, prios, DispatchRequestTTL.Seconds(), envs, dirs)
 	if err != nil {
 		return nil, fmt.Errorf("inserting dispatch requests: %w", err)
 	}
@@ -465,9 +484,9 @@ func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []
 	if len(cmdIDs) > 0 {
 		b.Queue(`
 			INSERT INTO command_queue (id, dispatch_request_id, dispatch_attempt, target_id, deployment_id, step_position,
-			                           command, timeout, priority, mode, assigned_instance_id, max_retries)
+			                           command, timeout, env, working_dir, priority, mode, assigned_instance_id, max_retries)
 			SELECT n.id, p.id, p.attempts, p.target_id, p.deployment_id, p.step_position,
-			       p.command, p.timeout, p.priority, t.mode, t.assigned_instance_id, n.retries
+			       p.command, p.timeout, p.env, p.working_dir, p.priority, t.mode, t.assigned_instance_id, n.retries
 			FROM unnest($1::uuid[], $2::uuid[], $3::int[]) AS n(id, req, retries)
 			JOIN pending_dispatch_requests p ON p.id = n.req
 			JOIN targets t ON t.id = p.target_id`, cmdIDs, cmdReqs, cmdRetries)

@@ -24,8 +24,10 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workers"
 	"github.com/mantis-deploy/mantis/workflows"
@@ -136,6 +138,11 @@ func serve(ctx context.Context, cfg config.Mandible) error {
 	}
 	healthServer := health.NewServer()
 	healthpb.RegisterHealthServer(grpcServer, healthServer)
+	mantisv1.RegisterMandibleServiceServer(grpcServer, &grpcapi.MandibleService{
+		DB:               pool,
+		Logger:           logger,
+		HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
+	})
 
 	httpServer := &http.Server{
 		Addr: cfg.HTTP.Listen,
@@ -189,6 +196,9 @@ func serve(ctx context.Context, cfg config.Mandible) error {
 			},
 			Logger: logger,
 		})
+	})
+	g.Go(func() error {
+		return workers.RunThoraxMonitor(gctx, pool, cfg.Thorax.HeartbeatTimeout.Duration, logger)
 	})
 	g.Go(func() error {
 		logger.InfoContext(gctx, "serving gRPC", "addr", grpcListener.Addr().String())

@@ -10,6 +10,9 @@ CREATE TABLE pending_dispatch_requests (
     step_position   integer,
     command         text        NOT NULL CHECK (command <> ''),
     timeout         interval    NOT NULL DEFAULT interval '10 minutes' CHECK (timeout > interval '0'),
+    -- env and working_dir are handed to the agent with the command.
+    env             jsonb       NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(env) = 'object'),
+    working_dir     text        CHECK (working_dir <> ''),
     priority        text        NOT NULL CHECK (priority IN ('high', 'normal', 'low')),
     -- priority_rank orders the claim: high (0) before normal (1) before low (2).
     priority_rank   smallint    GENERATED ALWAYS AS (
@@ -87,6 +90,8 @@ CREATE TABLE command_queue (
     step_position        integer,
     command              text        NOT NULL CHECK (command <> ''),
     timeout              interval    NOT NULL CHECK (timeout > interval '0'),
+    env                  jsonb       NOT NULL DEFAULT '{}'::jsonb,
+    working_dir          text,
     priority             text        NOT NULL CHECK (priority IN ('high', 'normal', 'low')),
     priority_rank        smallint    GENERATED ALWAYS AS (
                                          CASE priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END

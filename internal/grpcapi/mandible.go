@@ -1,0 +1,251 @@
+// Package grpcapi is Mandible's gRPC service for Thorax instances
+// (mantis.v1.MandibleService): registration, heartbeats, the fenced command claim and
+// result store, and redispatch requests.
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// Limits on what a Thorax may send.
+const (
+	maxNameLen     = 128
+	maxCommands    = 1000
+	maxOutputBytes = 1 << 20
+	maxReasonLen   = 4096
+)
+
+// ResultListener hears about every stored result (the deployment workflow wakes on it).
+type ResultListener func(ctx context.Context, r schema.StoredResult)
+
+// MandibleService implements mantisv1.MandibleServiceServer over PostgreSQL.
+type MandibleService struct {
+	mantisv1.UnimplementedMandibleServiceServer
+	DB               *pgxpool.Pool
+	Logger           *slog.Logger
+	HeartbeatTimeout time.Duration
+	OnResult         ResultListener
+}
+
+// invalid is an INVALID_ARGUMENT error naming the field.
+func invalid(field, format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, "%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+func parseID(field, v string) (uuid.UUID, error) {
+	if v == "" {
+		return uuid.Nil, invalid(field, "required")
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return uuid.Nil, invalid(field, "must be a UUID, got %q", v)
+	}
+	return id, nil
+}
+
+// toStatus maps the schema's errors to gRPC codes at the boundary.
+func (s *MandibleService) toStatus(ctx context.Context, op string, err error) error {
+	var inputErr *schema.InputError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, schema.ErrInstanceDead):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, schema.ErrNotHeld):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, schema.ErrNotFound):
+		return status.Error(codes.NotFound, op+": not found")
+	case errors.As(err, &inputErr):
+		return status.Error(codes.InvalidArgument, strings.Join(inputErr.Problems, "; "))
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return status.FromContextError(err).Err()
+	}
+	s.Logger.ErrorContext(ctx, "rpc failed", "op", op, "err", err)
+	return status.Error(codes.Internal, op+" failed; see the Mandible log")
+}
+
+// RegisterInstance issues an instance id for a starting Thorax.
+func (s *MandibleService) RegisterInstance(ctx context.Context, req *mantisv1.RegisterInstanceRequest) (*mantisv1.RegisterInstanceResponse, error) {
+	name := strings.TrimSpace(req.GetName())
+	if name == "" || len(name) > maxNameLen {
+		return nil, invalid("name", "required, at most %d characters", maxNameLen)
+	}
+	id, err := schema.RegisterInstance(ctx, s.DB, name, req.GetVersion())
+	if err != nil {
+		return nil, s.toStatus(ctx, "RegisterInstance", err)
+	}
+	s.Logger.InfoContext(ctx, "registered thorax instance", "instance_id", id, "name", name)
+	return &mantisv1.RegisterInstanceResponse{InstanceId: id.String(), HeartbeatTimeout: durationpb.New(s.HeartbeatTimeout)}, nil
+}
+
+// Heartbeat keeps the instance live and records its poll-mode targets.
+func (s *MandibleService) Heartbeat(ctx context.Context, req *mantisv1.HeartbeatRequest) (*mantisv1.HeartbeatResponse, error) {
+	id, err := parseID("instance_id", req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	listen, err := schema.Heartbeat(ctx, s.DB, id, req.GetPollTargets(), req.GetDraining())
+	if err != nil {
+		return nil, s.toStatus(ctx, "Heartbeat", err)
+	}
+	return &mantisv1.HeartbeatResponse{ListenTargets: listen}, nil
+}
+
+// FetchPendingCommands claims queued commands for the instance.
+func (s *MandibleService) FetchPendingCommands(ctx context.Context, req *mantisv1.FetchPendingCommandsRequest) (*mantisv1.FetchPendingCommandsResponse, error) {
+	id, err := parseID("instance_id", req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	n := req.GetMaxCommands()
+	if n < 1 || n > maxCommands {
+		return nil, invalid("max_commands", "must be 1-%d, got %d", maxCommands, n)
+	}
+	ids := make([]uuid.UUID, 0, len(req.GetCommandIds()))
+	for i, v := range req.GetCommandIds() {
+		cid, err := parseID(fmt.Sprintf("command_ids[%d]", i), v)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, cid)
+	}
+	cmds, err := schema.FetchPendingCommands(ctx, s.DB, schema.FetchCommandsRequest{
+		InstanceID: id, PollTargets: req.GetPollTargets(), Max: int(n), CommandIDs: ids,
+	})
+	if err != nil {
+		return nil, s.toStatus(ctx, "FetchPendingCommands", err)
+	}
+	resp := &mantisv1.FetchPendingCommandsResponse{Commands: make([]*mantisv1.Command, len(cmds))}
+	for i, c := range cmds {
+		resp.Commands[i] = commandToProto(c)
+	}
+	return resp, nil
+}
+
+func commandToProto(c schema.Command) *mantisv1.Command {
+	pc := &mantisv1.Command{
+		Id: c.ID.String(), Target: c.Target, Mode: c.Mode, Command: c.Command, Timeout: durationpb.New(c.Timeout),
+		Priority: c.Priority, LeaseEpoch: c.LeaseEpoch, Env: c.Env, WorkingDir: c.WorkingDir,
+		ListenAddress: c.ListenAddress, MaxRetries: int32(c.MaxRetries),
+	}
+	if c.DeploymentID != nil {
+		pc.DeploymentId = c.DeploymentID.String()
+	}
+	if c.StepPosition != nil {
+		pc.StepPosition = int32(*c.StepPosition)
+	}
+	return pc
+}
+
+// StoreCommandResult records a result, fenced by holder and lease epoch.
+func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.StoreCommandResultRequest) (*mantisv1.StoreCommandResultResponse, error) {
+	id, err := parseID("instance_id", req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := parseID("command_id", req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetLeaseEpoch() < 1 {
+		return nil, invalid("lease_epoch", "must be positive, got %d", req.GetLeaseEpoch())
+	}
+	r := req.GetResult()
+	if r == nil {
+		return nil, invalid("result", "required")
+	}
+	if len(r.GetOutput()) > maxOutputBytes {
+		return nil, invalid("result.output", "at most %d bytes, got %d", maxOutputBytes, len(r.GetOutput()))
+	}
+	if r.GetStartedAt() != nil && !r.GetStartedAt().IsValid() {
+		return nil, invalid("result.started_at", "not a valid timestamp")
+	}
+	if r.GetFinishedAt() != nil && !r.GetFinishedAt().IsValid() {
+		return nil, invalid("result.finished_at", "not a valid timestamp")
+	}
+	stored, err := schema.StoreCommandResult(ctx, s.DB, id, cmd, req.GetLeaseEpoch(), schema.CommandResult{
+		ExitCode: int(r.GetExitCode()), Output: strings.ToValidUTF8(string(r.GetOutput()), "\uFFFD"), OutputTruncated: r.GetOutputTruncated(),
+		TimedOut: r.GetTimedOut(), Cancelled: r.GetCancelled(), Error: r.GetError(),
+		StartedAt: timeOf(r.GetStartedAt()), FinishedAt: timeOf(r.GetFinishedAt()),
+	})
+	if err != nil {
+		if errors.Is(err, schema.ErrNotHeld) {
+			s.Logger.WarnContext(ctx, "refused result from stale holder", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch())
+		}
+		return nil, s.toStatus(ctx, "StoreCommandResult", err)
+	}
+	if !stored.Replayed && s.OnResult != nil {
+		s.OnResult(ctx, stored)
+	}
+	return &mantisv1.StoreCommandResultResponse{}, nil
+}
+
+func timeOf(ts *timestamppb.Timestamp) time.Time {
+	if ts == nil {
+		return time.Time{}
+	}
+	return ts.AsTime()
+}
+
+// ScheduleRedispatch asks for another dispatch of a held command; Mandible may refuse.
+func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.ScheduleRedispatchRequest) (*mantisv1.ScheduleRedispatchResponse, error) {
+	id, err := parseID("instance_id", req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := parseID("command_id", req.GetCommandId())
+	if err != nil {
+		return nil, err
+	}
+	if len(req.GetReason()) > maxReasonLen {
+		return nil, invalid("reason", "at most %d bytes", maxReasonLen)
+	}
+	res, err := schema.ScheduleRedispatch(ctx, s.DB, id, cmd, req.GetLeaseEpoch(), req.GetReason())
+	if err != nil {
+		return nil, s.toStatus(ctx, "ScheduleRedispatch", err)
+	}
+	switch res.Outcome {
+	case schema.OutcomeRetry:
+		return &mantisv1.ScheduleRedispatchResponse{Scheduled: true, NextAttemptAt: timestamppb.New(*res.NextAttemptAt)}, nil
+	case schema.OutcomeExpired:
+		return &mantisv1.ScheduleRedispatchResponse{Refusal: "the dispatch request expired 24h after creation"}, nil
+	default:
+		return &mantisv1.ScheduleRedispatchResponse{Refusal: fmt.Sprintf("the retry budget of %d attempts is spent; the request failed", schema.MaxDispatchAttempts)}, nil
+	}
+}
+
+// ReleaseCommands hands held commands back to the queue.
+func (s *MandibleService) ReleaseCommands(ctx context.Context, req *mantisv1.ReleaseCommandsRequest) (*mantisv1.ReleaseCommandsResponse, error) {
+	id, err := parseID("instance_id", req.GetInstanceId())
+	if err != nil {
+		return nil, err
+	}
+	leases := make([]schema.CommandLease, 0, len(req.GetCommands()))
+	for i, l := range req.GetCommands() {
+		cid, err := parseID(fmt.Sprintf("commands[%d].command_id", i), l.GetCommandId())
+		if err != nil {
+			return nil, err
+		}
+		leases = append(leases, schema.CommandLease{ID: cid, Epoch: l.GetLeaseEpoch()})
+	}
+	n, err := schema.ReleaseCommands(ctx, s.DB, id, leases)
+	if err != nil {
+		return nil, s.toStatus(ctx, "ReleaseCommands", err)
+	}
+	return &mantisv1.ReleaseCommandsResponse{Released: int32(n)}, nil
+}
