@@ -4,7 +4,9 @@ package schema
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -30,6 +32,12 @@ type Migration struct {
 }
 
 var migrationName = regexp.MustCompile(`^(\d{3})_([a-z0-9_]+)\.up\.sql$`)
+
+// Checksum is the SHA-256 of the migration's SQL, recorded when it is applied.
+func (m Migration) Checksum() string {
+	sum := sha256.Sum256([]byte(m.SQL))
+	return hex.EncodeToString(sum[:])
+}
 
 // Migrations returns the embedded migrations in version order.
 func Migrations() ([]Migration, error) {
@@ -84,38 +92,52 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     PRIMARY KEY,
 		name       text        NOT NULL,
+		checksum   text        NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now()
 	)`); err != nil {
 		return nil, fmt.Errorf("creating schema_migrations: %w", err)
 	}
 
-	applied := map[int]bool{}
-	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations`)
+	applied := map[int]string{}
+	rows, err := conn.Query(ctx, `SELECT version, checksum FROM schema_migrations`)
 	if err != nil {
 		return nil, fmt.Errorf("reading applied migrations: %w", err)
 	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		return nil, fmt.Errorf("reading applied migrations: %w", err)
+	var versions []int
+	for rows.Next() {
+		var v int
+		var sum string
+		if err := rows.Scan(&v, &sum); err != nil {
+			return nil, fmt.Errorf("reading applied migrations: %w", err)
+		}
+		applied[v] = sum
+		versions = append(versions, v)
 	}
-	for _, v := range versions {
-		applied[v] = true
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading applied migrations: %w", err)
 	}
 	sort.Ints(versions)
 	if n := len(versions); n > 0 && versions[n-1] > len(migrations) {
 		return nil, fmt.Errorf("database is at schema version %d, newer than this binary knows (%d): upgrade Mandible", versions[n-1], len(migrations))
 	}
+	// An applied migration is immutable: a changed file means this binary and the
+	// database disagree about the schema; say so instead of failing later.
+	for _, m := range migrations {
+		if sum, ok := applied[m.Version]; ok && sum != m.Checksum() {
+			return nil, fmt.Errorf("migration %03d_%s differs from the one applied to this database (checksum %s, file %s): never edit an applied migration; add a new one", m.Version, m.Name, sum, m.Checksum())
+		}
+	}
 
 	var done []int
 	for _, m := range migrations {
-		if applied[m.Version] {
+		if _, ok := applied[m.Version]; ok {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)`, m.Version, m.Name, m.Checksum())
 			return err
 		})
 		if err != nil {

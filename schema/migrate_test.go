@@ -100,10 +100,20 @@ func TestMigrateRefusesNewerDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testenv.MigratedPool(t)
-	_, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (999, 'future')`)
+	_, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name, checksum) VALUES (999, 'future', '')`)
 	require.NoError(t, err)
 	_, err = schema.Migrate(ctx, pool)
 	require.ErrorContains(t, err, "newer than this binary knows")
+}
+
+func TestMigrateRefusesAnEditedMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.MigratedPool(t)
+	_, err := pool.Exec(ctx, `UPDATE schema_migrations SET checksum = 'edited' WHERE version = 2`)
+	require.NoError(t, err)
+	_, err = schema.Migrate(ctx, pool)
+	require.ErrorContains(t, err, "migration 002_dispatch differs from the one applied")
 }
 
 func TestSchemaConstraints(t *testing.T) {

@@ -61,6 +61,9 @@ func RunDispatch(ctx context.Context, opts DispatchOptions) error {
 		StaticSummary:            "Dispatch loop of Mandible replica " + opts.ReplicaID,
 	}, workflows.DispatcherWorkflowType, opts.Input)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return fmt.Errorf("starting dispatcher workflow %s: %w", id, err)
 	}
 	opts.Logger.InfoContext(ctx, "dispatcher running", "workflow_id", id, "run_id", run.GetRunID(), "task_queue", queue)

@@ -25,7 +25,10 @@ func main() {
 }
 
 func newRootCommand() *cobra.Command {
-	var configPath string
+	var (
+		configPath string
+		serveOpts  serveOptions
+	)
 	load := func() (config.Mandible, error) {
 		cfg, err := config.LoadMandible(configPath, os.LookupEnv)
 		if err != nil {
@@ -50,10 +53,12 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg)
+			return serve(cmd.Context(), cfg, serveOpts)
 		},
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", "path to mandible.toml")
+	root.Flags().BoolVar(&serveOpts.pauseAfterClaim, "test-pause-after-claim", false, "test hook: block every claim before delivery")
+	_ = root.Flags().MarkHidden("test-pause-after-claim")
 	root.AddCommand(
 		&cobra.Command{
 			Use:   "migrate",

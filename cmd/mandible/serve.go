@@ -87,7 +87,12 @@ func migrate(ctx context.Context, cfg config.Mandible, out io.Writer) error {
 	return nil
 }
 
-func serve(ctx context.Context, cfg config.Mandible) error {
+// serveOptions are the flags of serve that are not configuration.
+type serveOptions struct {
+	pauseAfterClaim bool
+}
+
+func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	logger := newLogger(cfg.Log)
 	logger.InfoContext(ctx, "starting mandible", "replica_id", cfg.ReplicaID, "config", cfg)
 
@@ -129,7 +134,7 @@ func serve(ctx context.Context, cfg config.Mandible) error {
 			DeliveryTimeout:   cfg.Dispatch.DeliveryTimeout.Duration,
 			HeartbeatTimeout:  cfg.Thorax.HeartbeatTimeout.Duration,
 		},
-		Hooks: testHooks(logger),
+		Hooks: testHooks(opts.pauseAfterClaim, logger),
 	}
 
 	grpcServer, err := newGRPCServer(cfg.GRPC, logger)
@@ -240,15 +245,14 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger) (*grpc.Server, erro
 	return grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg))), nil
 }
 
-// pauseAfterClaimEnv is a test hook: when set, the claim activity blocks after its
-// claim has committed, so a test can kill the replica between claim and delivery.
-const pauseAfterClaimEnv = "MANTIS_TEST_PAUSE_AFTER_CLAIM"
-
-func testHooks(logger *slog.Logger) activities.Hooks {
-	if os.Getenv(pauseAfterClaimEnv) == "" {
+// testHooks builds the activity hooks of the hidden --test-pause-after-claim flag: the
+// claim activity blocks after its claim has committed, so a test can kill the replica
+// between claim and delivery.
+func testHooks(pauseAfterClaim bool, logger *slog.Logger) activities.Hooks {
+	if !pauseAfterClaim {
 		return activities.Hooks{}
 	}
-	logger.Warn("test hook active: claims pause before delivery", "env", pauseAfterClaimEnv)
+	logger.Warn("test hook active: claims pause before delivery")
 	return activities.Hooks{AfterClaim: func(ctx context.Context) {
 		logger.Warn("paused after claim")
 		<-ctx.Done()

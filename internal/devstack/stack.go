@@ -244,6 +244,9 @@ func (s *Stack) WriteEnv(path string, extra map[string]string) error {
 	var b strings.Builder
 	b.WriteString("# Mantis local stack: source this file to reach every part.\n")
 	for _, k := range keys {
+		if strings.ContainsAny(all[k], "\n\r") {
+			return fmt.Errorf("stack.env: value of %s holds a line break", k)
+		}
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(all[k]))
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o600)

@@ -109,7 +109,7 @@ func TestCrashedReplicasClaimsAreReclaimedByASurvivor(t *testing.T) {
 	prefix := uniqueName("crash")
 	doomed := startReplica(t, replicaOptions{
 		ID: prefix + "-doomed", DatabaseURL: f.url, Temporal: f.temporal,
-		Env: []string{"MANTIS_TEST_PAUSE_AFTER_CLAIM=1"},
+		Args: []string{"--test-pause-after-claim"},
 	})
 	const total = 50
 	f.enqueue(t, total, prefix)

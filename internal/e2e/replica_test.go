@@ -34,6 +34,7 @@ type replicaOptions struct {
 	DeliveryTimeout   string
 	BatchSize         int
 	Env               []string
+	Args              []string
 }
 
 // replica is a Mandible process.
@@ -102,7 +103,7 @@ heartbeat_timeout = "1h"
 	require.NoError(t, err)
 
 	r := &replica{ID: o.ID, HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort), done: make(chan struct{}), logPath: logPath}
-	r.cmd = exec.Command(bin, "--config", confPath)
+	r.cmd = exec.Command(bin, append([]string{"--config", confPath}, o.Args...)...)
 	r.cmd.Env = append(os.Environ(), o.Env...)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
