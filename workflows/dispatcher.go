@@ -59,7 +59,11 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 	// A delivery past the processing timeout is pointless: the rows are reclaimed and its
 	// writes would be refused as stale.
 	deliverOpts := workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, ScheduleToCloseTimeout: processing, RetryPolicy: retry}
-	maintainOpts := workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, RetryPolicy: retry,
+	// Maintenance must not hold up the claims behind it: a few attempts, then it waits for
+	// the next tick.
+	maintainRetry := *retry
+	maintainRetry.MaximumAttempts = 3
+	maintainOpts := workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, RetryPolicy: &maintainRetry,
 		Summary: "reclaim orphans, expire 24h-old requests, requeue undelivered commands"}
 
 	lastMaintenance := time.Time{}
@@ -88,6 +92,9 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 			var delivered activities.DeliverBatchResult
 			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deliverOpts), a.DeliverBatch,
 				activities.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: refs}).Get(ctx, &delivered); err != nil {
+				if temporal.IsCanceledError(err) {
+					return err // the replica is shutting down
+				}
 				// The rows stay in processing and are reclaimed after the processing timeout.
 				logger.Error("delivering claimed batch failed", "requests", n, "error", err)
 			}
@@ -109,7 +116,7 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 			return err // cancelled: the replica is shutting down
 		}
 	}
-	// Wake-ups that arrive from here on are delivered to the next run.
+	// Buffered wake-ups are dropped: the next run claims first thing anyway.
 	drain(wake)
 	return workflow.NewContinueAsNewError(ctx, Dispatcher, in)
 }
