@@ -23,12 +23,6 @@ type DispatchConfig struct {
 	HeartbeatTimeout time.Duration
 }
 
-// Nudger publishes broker nudges for written commands. Nil runs without a broker:
-// Thorax then finds commands by polling.
-type Nudger interface {
-	Nudge(ctx context.Context, commands []NudgeCommand) error
-}
-
 // Hooks lets tests stop an activity at a chosen point. Production leaves it empty.
 type Hooks struct {
 	// AfterClaim runs after a claim has committed, before the activity returns.
@@ -42,6 +36,8 @@ type Activities struct {
 	Logger   *slog.Logger
 	Metrics  *Metrics
 	Dispatch DispatchConfig
-	Nudger   Nudger
-	Hooks    Hooks
+	// Broker is nil when [queue] enabled = false: commands then reach Thorax through
+	// its polling alone.
+	Broker Broker
+	Hooks  Hooks
 }

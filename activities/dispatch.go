@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -62,8 +63,14 @@ type DeliverBatchResult struct {
 	Stale      int                      `json:"stale"`
 }
 
-// NudgeCommand is what a broker nudge carries for one command.
-type NudgeCommand = schema.DispatchedCommand
+// nudgeOf is the broker message for a written command.
+func nudgeOf(c schema.DispatchedCommand) broker.Nudge {
+	n := broker.Nudge{CommandID: c.ID.String(), Target: c.Target, Mode: c.Mode, Priority: c.Priority, MaxRetries: c.MaxRetries}
+	if c.AssignedInstanceID != nil {
+		n.AssignedInstanceID = c.AssignedInstanceID.String()
+	}
+	return n
+}
 
 // DeliverBatch writes command_queue rows for the claimed requests and records each
 // request's outcome, fenced by its epoch, in one transaction; then publishes the broker
@@ -78,14 +85,14 @@ func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (De
 		return DeliverBatchResult{}, err
 	}
 	res := DeliverBatchResult{Outcomes: outcomes}
-	var nudges []NudgeCommand
+	var nudges []broker.Nudge
 	for i := range res.Outcomes {
 		o := &res.Outcomes[i]
 		switch o.Outcome {
 		case schema.OutcomeDispatched:
 			res.Dispatched++
 			if o.Command != nil {
-				nudges = append(nudges, *o.Command)
+				nudges = append(nudges, nudgeOf(*o.Command))
 				a.Metrics.dispatched(o.Queued)
 			}
 		case schema.OutcomeRetry:
@@ -102,8 +109,8 @@ func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (De
 		o.Command = nil
 	}
 	a.Metrics.delivered(res)
-	if a.Nudger != nil && len(nudges) > 0 {
-		if err := a.Nudger.Nudge(ctx, nudges); err != nil {
+	if a.Broker != nil && len(nudges) > 0 {
+		if err := a.Broker.Publish(ctx, nudges); err != nil {
 			a.Logger.WarnContext(ctx, "publishing command nudges failed; Thorax polling picks the commands up", "commands", len(nudges), "err", err)
 		}
 	}

@@ -25,32 +25,65 @@ import (
 
 // DispatchOptions configures a replica's dispatch worker.
 type DispatchOptions struct {
-	Client     client.Client
-	Namespace  string
-	DB         *pgxpool.Pool
-	ReplicaID  string
-	Activities *activities.Activities
-	Input      workflows.DispatcherInput
-	Logger     *slog.Logger
+	Client    client.Client
+	Namespace string
+	DB        *pgxpool.Pool
+	ReplicaID string
+	Input     workflows.DispatcherInput
+	Logger    *slog.Logger
 }
 
 // wakeCoalesce is the shortest gap between two wake-up signals to the dispatcher: a
 // burst of inserts costs one signal, and the dispatcher drains any that pile up.
 const wakeCoalesce = 20 * time.Millisecond
 
-// RunDispatch runs the replica's Temporal worker on its own task queue, makes sure its
-// dispatcher workflow is running, and forwards the database's new-request
-// notifications to it as wake-ups, until ctx ends.
+// StartReplicaWorker starts the replica's Temporal worker on its own task queue, with
+// the workflows and activities that must run on the replica itself (the dispatcher,
+// the topology declaration). Stop it when the replica stops.
+func StartReplicaWorker(c client.Client, replica string, acts *activities.Activities) (worker.Worker, error) {
+	queue := workflows.ReplicaTaskQueue(replica)
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.Dispatcher, workflow.RegisterOptions{Name: workflows.DispatcherWorkflowType})
+	w.RegisterWorkflowWithOptions(workflows.DeclareTopology, workflow.RegisterOptions{Name: workflows.TopologyWorkflowType})
+	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("starting Temporal worker on %s: %w", queue, err)
+	}
+	return w, nil
+}
+
+// DeclareTopology runs the topology declaration as a workflow on the replica's task
+// queue and waits for it: Mandible declares the topology on every start, before it
+// serves.
+func DeclareTopology(ctx context.Context, c client.Client, replica string) (activities.DeclareTopologyResult, error) {
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       workflows.TopologyWorkflowID(replica),
+		TaskQueue:                workflows.ReplicaTaskQueue(replica),
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowExecutionTimeout: 5 * time.Minute,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.ReplicaSearchAttribute.ValueSet(replica)),
+		StaticSummary:            "RabbitMQ topology declaration at start-up of replica " + replica,
+	}, workflows.TopologyWorkflowType)
+	if err != nil {
+		return activities.DeclareTopologyResult{}, fmt.Errorf("starting topology declaration: %w", err)
+	}
+	var res activities.DeclareTopologyResult
+	if err := run.Get(ctx, &res); err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			return res, fmt.Errorf("declaring RabbitMQ topology: %s", appErr.Message())
+		}
+		return res, fmt.Errorf("declaring RabbitMQ topology: %w", err)
+	}
+	return res, nil
+}
+
+// RunDispatch makes sure the replica's dispatcher workflow is running and forwards the
+// database's new-request notifications to it as wake-ups, until ctx ends. The
+// replica's worker (StartReplicaWorker) runs its activities.
 func RunDispatch(ctx context.Context, opts DispatchOptions) error {
 	queue := workflows.ReplicaTaskQueue(opts.ReplicaID)
-	w := worker.New(opts.Client, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(workflows.Dispatcher, workflow.RegisterOptions{Name: workflows.DispatcherWorkflowType})
-	w.RegisterActivityWithOptions(opts.Activities, activity.RegisterOptions{})
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("starting Temporal worker on %s: %w", queue, err)
-	}
-	defer w.Stop()
-
 	id := workflows.DispatcherWorkflowID(opts.ReplicaID)
 	run, err := opts.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,

@@ -23,6 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
@@ -136,6 +137,35 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		},
 		Hooks: testHooks(opts.pauseAfterClaim, logger),
 	}
+	checks := map[string]httpapi.Check{
+		"database": func(ctx context.Context) error { return pool.Ping(ctx) },
+		"temporal": func(ctx context.Context) error {
+			_, err := temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+	}
+	if cfg.Queue.Enabled {
+		b := broker.NewClient(cfg.Queue, "mandible "+cfg.ReplicaID, logger)
+		defer b.Close()
+		acts.Broker = b
+		checks["broker"] = b.Ping
+	} else {
+		logger.WarnContext(ctx, "running without a broker ([queue] enabled = false): Thorax finds commands by polling")
+	}
+
+	w, err := workers.StartReplicaWorker(temporal, cfg.ReplicaID, acts)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if cfg.Queue.Enabled {
+		topo, err := workers.DeclareTopology(ctx, temporal, cfg.ReplicaID)
+		if err != nil {
+			return err
+		}
+		logger.InfoContext(ctx, "declared RabbitMQ topology", "vhost", cfg.Queue.VHost,
+			"exchanges", len(topo.Exchanges), "queues", len(topo.Queues), "bindings", topo.Bindings)
+	}
 
 	grpcServer, err := newGRPCServer(cfg.GRPC, logger)
 	if err != nil {
@@ -188,11 +218,10 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	})
 	g.Go(func() error {
 		return workers.RunDispatch(gctx, workers.DispatchOptions{
-			Client:     temporal,
-			Namespace:  cfg.Temporal.Namespace,
-			DB:         pool,
-			ReplicaID:  cfg.ReplicaID,
-			Activities: acts,
+			Client:    temporal,
+			Namespace: cfg.Temporal.Namespace,
+			DB:        pool,
+			ReplicaID: cfg.ReplicaID,
 			Input: workflows.DispatcherInput{
 				ReplicaID:         cfg.ReplicaID,
 				PollInterval:      cfg.Dispatch.PollInterval.Duration,

@@ -3,7 +3,6 @@
 package e2e_test
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +33,8 @@ type replicaOptions struct {
 	BatchSize         int
 	Env               []string
 	Args              []string
+	// Broker enables [queue] against this broker vhost.
+	Broker *testenv.Broker
 }
 
 // replica is a Mandible process.
@@ -53,6 +53,26 @@ func uniqueName(prefix string) string {
 }
 
 func startReplica(t *testing.T, o replicaOptions) *replica {
+	t.Helper()
+	r := launchReplica(t, o)
+	require.Eventually(t, func() bool {
+		select {
+		case <-r.done:
+			t.Fatalf("replica %s exited during start-up:\n%s", o.ID, r.log())
+		default:
+		}
+		resp, err := http.Get("http://" + r.HTTPAddr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 60*time.Second, 100*time.Millisecond, "replica %s never became healthy", o.ID)
+	return r
+}
+
+// launchReplica starts a Mandible process without waiting for it.
+func launchReplica(t *testing.T, o replicaOptions) *replica {
 	t.Helper()
 	bin := testenv.Binary(t, "mandible")
 	httpPort, err := devstack.FreePort(false)
@@ -96,6 +116,19 @@ batch_size = %d
 heartbeat_timeout = "1h"
 `, o.ID, o.DatabaseURL, o.Temporal.Address, o.Temporal.Namespace, httpPort, grpcPort,
 		o.PollInterval, o.ProcessingTimeout, o.DeliveryTimeout, o.BatchSize)
+	if b := o.Broker; b != nil {
+		conf += fmt.Sprintf(`[queue]
+enabled = true
+host = %q
+port = %d
+username = %q
+password = %q
+vhost = %q
+ca_cert_path = %q
+client_cert_path = %q
+client_key_path = %q
+`, b.Host, b.Port, b.User, b.Password, b.VHost, b.CACert, b.ClientCert, b.ClientKey)
+	}
 	confPath := filepath.Join(dir, "mandible.toml")
 	require.NoError(t, os.WriteFile(confPath, []byte(conf), 0o600))
 	logPath := filepath.Join(dir, "mandible.log")
@@ -120,21 +153,19 @@ heartbeat_timeout = "1h"
 			t.Logf("replica %s log:\n%s", o.ID, tailString(string(b), 4000))
 		}
 	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-r.done:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("replica %s exited during start-up:\n%s", o.ID, b)
-		default:
-		}
-		resp, err := http.Get("http://" + r.HTTPAddr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 100*time.Millisecond, "replica %s never became healthy", o.ID)
 	return r
+}
+
+// exitCode waits up to timeout for the replica to exit and returns its status.
+func (r *replica) exitCode(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-r.done:
+		return r.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("replica %s still running after %s", r.ID, timeout)
+		return 0
+	}
 }
 
 // kill ends the replica at once, as a crash would.
@@ -172,6 +203,3 @@ func tailString(s string, n int) string {
 	}
 	return "..." + s[len(s)-n:]
 }
-
-var _ = strings.TrimSpace
-var _ = context.Background
