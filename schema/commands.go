@@ -117,6 +117,16 @@ func FetchPendingCommands(ctx context.Context, db TxBeginner, r FetchCommandsReq
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claiming commands: %w", err)
 	}
+	for _, c := range out {
+		if c.DeploymentID == nil {
+			continue
+		}
+		if err := InsertEvent(ctx, tx, c.DeploymentID, "target.running", map[string]any{
+			"step_position": c.StepPosition, "target": c.Target, "command_id": c.ID, "instance_id": r.InstanceID,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
@@ -223,6 +233,18 @@ func StoreCommandResult(ctx context.Context, db TxBeginner, instance, command uu
 		s := int(*step)
 		out.StepPosition = &s
 	}
+	if out.DeploymentID != nil {
+		data := map[string]any{
+			"step_position": out.StepPosition, "target": out.Target, "command_id": command,
+			"exit_code": r.ExitCode, "output_tail": tailOf(r.Output, outputTailBytes), "output_truncated": r.OutputTruncated,
+		}
+		if errText != "" {
+			data["error"] = errText
+		}
+		if err := InsertEvent(ctx, tx, out.DeploymentID, "target."+status, data); err != nil {
+			return StoredResult{}, err
+		}
+	}
 	if out.Status == "failed" {
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO analyses (command_id, source, input) VALUES ($1, 'internal', right($2, 65536))
@@ -234,6 +256,23 @@ func StoreCommandResult(ctx context.Context, db TxBeginner, instance, command uu
 		return StoredResult{}, err
 	}
 	return out, nil
+}
+
+// outputTailBytes is how much of a command's output events and views carry.
+const outputTailBytes = 4096
+
+// tailOf returns the last n bytes of s, starting at a rune boundary.
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for i := 0; i < len(s) && i < 4; i++ {
+		if s[i]&0xC0 != 0x80 {
+			return s[i:]
+		}
+	}
+	return s
 }
 
 func nullTime(t time.Time) *time.Time {

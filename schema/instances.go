@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // RegisterInstance records a starting Thorax instance and returns the id Mandible
@@ -18,14 +19,21 @@ func RegisterInstance(ctx context.Context, db DB, name, version string) (uuid.UU
 	return id, nil
 }
 
+// HeartbeatReply is what Mandible tells a Thorax instance on each heartbeat.
+type HeartbeatReply struct {
+	// ListenTargets are the listen-mode targets assigned to the instance.
+	ListenTargets []string
+	// Cancelled are commands the instance holds whose deployment was cancelled.
+	Cancelled []uuid.UUID
+}
+
 // Heartbeat keeps instance live (or draining) and records the poll-mode targets whose
 // agents poll it: unknown ones are registered as poll-mode targets, known ones move to
-// this instance. It returns the listen-mode targets assigned to the instance, and
-// ErrInstanceDead for an instance that must register again.
-func Heartbeat(ctx context.Context, db TxBeginner, instance uuid.UUID, pollTargets []string, draining bool) ([]string, error) {
+// this instance. It returns ErrInstanceDead for an instance that must register again.
+func Heartbeat(ctx context.Context, db TxBeginner, instance uuid.UUID, pollTargets []string, draining bool) (HeartbeatReply, error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return nil, err
+		return HeartbeatReply{}, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	status := "live"
@@ -36,15 +44,15 @@ func Heartbeat(ctx context.Context, db TxBeginner, instance uuid.UUID, pollTarge
 		UPDATE thorax_instances SET last_heartbeat_at = now(), status = $2
 		WHERE id = $1 AND status <> 'dead'`, instance, status)
 	if err != nil {
-		return nil, fmt.Errorf("recording heartbeat: %w", err)
+		return HeartbeatReply{}, fmt.Errorf("recording heartbeat: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return nil, ErrInstanceDead
+		return HeartbeatReply{}, ErrInstanceDead
 	}
 	if len(pollTargets) > 0 {
 		for _, name := range pollTargets {
 			if !targetName.MatchString(name) {
-				return nil, &InputError{Problems: []string{fmt.Sprintf("poll_targets: %q is not a valid target name", name)}}
+				return HeartbeatReply{}, &InputError{Problems: []string{fmt.Sprintf("poll_targets: %q is not a valid target name", name)}}
 			}
 		}
 		if _, err := tx.Exec(ctx, `
@@ -53,28 +61,28 @@ func Heartbeat(ctx context.Context, db TxBeginner, instance uuid.UUID, pollTarge
 			ON CONFLICT (name) DO UPDATE SET assigned_instance_id = $1, updated_at = now()
 			WHERE targets.mode = 'poll' AND targets.deregistered_at IS NULL
 			  AND targets.assigned_instance_id IS DISTINCT FROM $1`, instance, pollTargets); err != nil {
-			return nil, fmt.Errorf("recording poll targets: %w", err)
+			return HeartbeatReply{}, fmt.Errorf("recording poll targets: %w", err)
 		}
 	}
+	var reply HeartbeatReply
 	rows, err := tx.Query(ctx, `
 		SELECT name FROM targets WHERE assigned_instance_id = $1 AND mode = 'listen' AND deregistered_at IS NULL ORDER BY name`, instance)
 	if err != nil {
-		return nil, err
+		return HeartbeatReply{}, err
 	}
-	var listen []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		listen = append(listen, n)
+	if reply.ListenTargets, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return HeartbeatReply{}, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
+	rows, err = tx.Query(ctx, `
+		SELECT id FROM command_queue
+		WHERE holder_instance_id = $1 AND status = 'cancelled' AND finished_at > now() - interval '10 minutes'`, instance)
+	if err != nil {
+		return HeartbeatReply{}, err
 	}
-	return listen, tx.Commit(ctx)
+	if reply.Cancelled, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
+		return HeartbeatReply{}, err
+	}
+	return reply, tx.Commit(ctx)
 }
 
 // DeadInstance is an instance marked dead for missing heartbeats, and what followed.

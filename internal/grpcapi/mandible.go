@@ -99,11 +99,15 @@ func (s *MandibleService) Heartbeat(ctx context.Context, req *mantisv1.Heartbeat
 	if err != nil {
 		return nil, err
 	}
-	listen, err := schema.Heartbeat(ctx, s.DB, id, req.GetPollTargets(), req.GetDraining())
+	reply, err := schema.Heartbeat(ctx, s.DB, id, req.GetPollTargets(), req.GetDraining())
 	if err != nil {
 		return nil, s.toStatus(ctx, "Heartbeat", err)
 	}
-	return &mantisv1.HeartbeatResponse{ListenTargets: listen}, nil
+	resp := &mantisv1.HeartbeatResponse{ListenTargets: reply.ListenTargets}
+	for _, c := range reply.Cancelled {
+		resp.CancelledCommandIds = append(resp.CancelledCommandIds, c.String())
+	}
+	return resp, nil
 }
 
 // FetchPendingCommands claims queued commands for the instance.

@@ -243,7 +243,7 @@ func TestDeadInstanceTargetsAreReassignedAndDeploymentsFailed(t *testing.T) {
 		require.NoError(t, rows.Scan(&e))
 		events = append(events, e)
 	}
-	require.Equal(t, []string{"target.reassigned", "deployment.failed"}, events)
+	require.Equal(t, []string{"target.running", "target.reassigned", "deployment.failed"}, events)
 
 	// The late result of the dead holder is refused.
 	_, err = b.client.StoreCommandResult(b.ctx, &mantisv1.StoreCommandResultRequest{InstanceId: a, CommandId: cmdID.String(), LeaseEpoch: 1, Result: &mantisv1.CommandResult{}})
@@ -298,4 +298,3 @@ func TestClientsWithoutTheRightCertificateAreRefused(t *testing.T) {
 	_, err = foreign.RegisterInstance(b.ctx, &mantisv1.RegisterInstanceRequest{Name: "x"})
 	require.Equal(t, codes.Unavailable, code(err), "%v", err)
 }
-

@@ -199,8 +199,11 @@ type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// listen_targets are the listen-mode targets currently assigned to this instance.
 	ListenTargets []string `protobuf:"bytes,1,rep,name=listen_targets,json=listenTargets,proto3" json:"listen_targets,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// cancelled_command_ids are commands this instance holds that were cancelled (their
+	// deployment was cancelled): kill them on the agent; their results will be refused.
+	CancelledCommandIds []string `protobuf:"bytes,2,rep,name=cancelled_command_ids,json=cancelledCommandIds,proto3" json:"cancelled_command_ids,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
@@ -236,6 +239,13 @@ func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
 func (x *HeartbeatResponse) GetListenTargets() []string {
 	if x != nil {
 		return x.ListenTargets
+	}
+	return nil
+}
+
+func (x *HeartbeatResponse) GetCancelledCommandIds() []string {
+	if x != nil {
+		return x.CancelledCommandIds
 	}
 	return nil
 }
@@ -761,9 +771,10 @@ const file_mantis_v1_mandible_proto_rawDesc = "" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
 	"instanceId\x12!\n" +
 	"\fpoll_targets\x18\x02 \x03(\tR\vpollTargets\x12\x1a\n" +
-	"\bdraining\x18\x03 \x01(\bR\bdraining\":\n" +
+	"\bdraining\x18\x03 \x01(\bR\bdraining\"n\n" +
 	"\x11HeartbeatResponse\x12%\n" +
-	"\x0elisten_targets\x18\x01 \x03(\tR\rlistenTargets\"\xa5\x01\n" +
+	"\x0elisten_targets\x18\x01 \x03(\tR\rlistenTargets\x122\n" +
+	"\x15cancelled_command_ids\x18\x02 \x03(\tR\x13cancelledCommandIds\"\xa5\x01\n" +
 	"\x1bFetchPendingCommandsRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
 	"instanceId\x12!\n" +

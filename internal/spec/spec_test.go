@@ -1,0 +1,82 @@
+package spec_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/spec"
+)
+
+func TestParseYAMLAndJSON(t *testing.T) {
+	t.Parallel()
+	y := `
+name: web-release
+priority: high
+targets: [web-1, web-2]
+max_parallel: 1
+steps:
+  - name: fetch
+    command: echo fetch
+    timeout: 30s
+  - name: restart
+    command: systemctl restart web
+    continue_on_error: true
+    env: {APP_ENV: prod}
+    working_dir: /srv
+`
+	d, err := spec.Parse([]byte(y))
+	require.NoError(t, err)
+	require.Equal(t, "web-release", d.Name)
+	require.Len(t, d.Steps, 2)
+	require.True(t, d.Steps[1].ContinueOnError)
+	d = d.WithDefaults()
+	require.Equal(t, "10m0s", d.Steps[1].Timeout)
+
+	j := `{"name":"x","targets":["a"],"steps":[{"name":"s","command":"true"}]}`
+	d, err = spec.Parse([]byte(j))
+	require.NoError(t, err)
+	require.Equal(t, "normal", d.WithDefaults().Priority)
+}
+
+func TestEveryProblemIsReportedWithItsFieldPath(t *testing.T) {
+	t.Parallel()
+	y := `
+name: "bad name"
+priority: urgent
+targets: [web-1, web-1, "no spaces"]
+max_parallel: -1
+steps:
+  - name: a
+    command: ""
+    timeout: soon
+  - name: a
+    command: ok
+    timeout: 48h
+    env: {"1BAD": x}
+    working_dir: relative/path
+`
+	_, err := spec.Parse([]byte(y))
+	var errs spec.Errors
+	require.ErrorAs(t, err, &errs)
+	fields := map[string]string{}
+	for _, e := range errs {
+		fields[e.Field] = e.Problem
+	}
+	for _, f := range []string{"name", "priority", "targets[1]", "targets[2]", "max_parallel", "steps[0].command",
+		"steps[0].timeout", "steps[1].name", "steps[1].timeout", "steps[1].env", "steps[1].working_dir"} {
+		require.Contains(t, fields, f, "problems: %v", fields)
+	}
+}
+
+func TestParseRefusesUnknownFieldsAndEmptySpecs(t *testing.T) {
+	t.Parallel()
+	_, err := spec.Parse([]byte(`{"name":"x","targets":["a"],"steps":[{"name":"s","command":"true"}],"stpes":[]}`))
+	require.ErrorContains(t, err, "stpes: unknown field")
+	_, err = spec.Parse([]byte("  "))
+	require.ErrorContains(t, err, "the spec is empty")
+	_, err = spec.Parse([]byte("name: [unclosed"))
+	require.ErrorContains(t, err, "not valid YAML or JSON")
+	_, err = spec.Parse([]byte(`{"name":"x","targets":"a","steps":[]}`))
+	require.ErrorContains(t, err, "targets")
+}
