@@ -1,12 +1,12 @@
-// Command thorax is the Mantis execution tier: it consumes the three priority command
-// queues, hands commands to agents and reports results to Mandible over gRPC. It has no
+// Command thorax is the Mantis execution tier: it claims commands from Mandible over
+// gRPC, hands them to agents (poll or listen mode) and reports results back. It has no
 // database connection.
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/thorax"
 )
 
 func main() {
@@ -36,9 +37,12 @@ func newRootCommand() *cobra.Command {
 	}
 	root := &cobra.Command{
 		Use:   "thorax",
-		Short: "Mantis execution tier: priority-queue consumers and agent hand-off",
-		Long: `Thorax consumes mantis.commands.priority.{high,normal,low}, hands commands to
-agents (poll or listen mode) and stores results in Mandible over gRPC.
+		Short: "Mantis execution tier: claims commands from Mandible and hands them to agents",
+		Long: `Thorax registers with Mandible, claims commands over gRPC (on its polling tick),
+hands them to agents (poll mode: agents long-poll Thorax; listen mode: Thorax calls
+the agent) and stores each result in Mandible. SIGTERM drains: Thorax stops
+claiming, hands back what no agent took, waits for running commands (bounded by
+drain.timeout) and exits 0.
 
 Configuration comes from --config (TOML), then MANTIS_* environment variables
 (MANTIS_<SECTION>_<KEY>, e.g. MANTIS_QUEUE_PREFETCH_COUNT).`,
@@ -46,10 +50,11 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := load(); err != nil {
+			cfg, err := load()
+			if err != nil {
 				return err
 			}
-			return errors.New("serving is not available in this build yet: only check-config is")
+			return serve(cmd.Context(), cfg, slog.New(cfg.Log.Handler(cmd.ErrOrStderr())))
 		},
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", "path to thorax.toml")
@@ -67,4 +72,14 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 		},
 	})
 	return root
+}
+
+// serve runs Thorax until ctx ends (SIGTERM or interrupt), then drains it.
+func serve(ctx context.Context, cfg config.Thorax, logger *slog.Logger) error {
+	logger.InfoContext(ctx, "starting thorax", "config", cfg)
+	th, err := thorax.New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	return th.Run(ctx)
 }

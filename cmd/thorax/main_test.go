@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -121,4 +124,90 @@ func TestCheckConfigAcceptsShippedConfigAndRedactsSecrets(t *testing.T) {
 	require.Contains(t, out, "prefetch_count = 10")
 	require.Contains(t, out, "[redacted]")
 	require.NotContains(t, out, "the mantis broker user's password")
+}
+
+// syncBuffer is a bytes.Buffer that the command's goroutines and the test may
+// use at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// closedAddress returns a local address nothing listens on.
+func closedAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func TestServeRetriesRegistrationAndStopsCleanlyWhenSignalled(t *testing.T) {
+	isolateEnv(t)
+	path := writeConfig(t, `
+name = "thorax-1"
+
+[mandible]
+address = "`+closedAddress(t)+`"
+insecure = true
+
+[agents]
+listen = "127.0.0.1:0"
+insecure = true
+`)
+	cmd := newRootCommand()
+	var out syncBuffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"--config", path})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	require.Eventually(t, func() bool {
+		return strings.Count(out.String(), "registering with mandible failed, retrying") >= 2
+	}, 10*time.Second, 10*time.Millisecond, "registration is retried while Mandible does not answer:\n%s", out.String())
+	for _, want := range []string{"mandible.insecure = true", "agents.insecure = true", "serving agents"} {
+		require.Contains(t, out.String(), want)
+	}
+
+	cancel() // as SIGTERM does
+	select {
+	case err := <-done:
+		require.NoError(t, err, "a stop is a clean exit")
+	case <-time.After(10 * time.Second):
+		t.Fatal("thorax did not stop")
+	}
+}
+
+func TestServeNamesUnreadableCertificates(t *testing.T) {
+	isolateEnv(t)
+	dir := t.TempDir()
+	path := writeConfig(t, `
+[mandible]
+ca_cert_path = "`+filepath.Join(dir, "ca.crt")+`"
+cert_path = "`+filepath.Join(dir, "thorax.crt")+`"
+key_path = "`+filepath.Join(dir, "thorax.key")+`"
+
+[agents]
+listen = "127.0.0.1:0"
+insecure = true
+`)
+	_, err := execute(t, "--config", path)
+	require.ErrorContains(t, err, "mandible TLS")
+	require.ErrorContains(t, err, filepath.Join(dir, "ca.crt"))
 }

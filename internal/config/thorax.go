@@ -16,16 +16,50 @@ type Thorax struct {
 	Queue     ThoraxQueue `toml:"queue"`
 	Polling   Polling     `toml:"polling"`
 	Heartbeat Heartbeat   `toml:"heartbeat"`
-	// Agents is the server poll-mode agents connect to.
-	Agents Listener `toml:"agents"`
+	// Agents is the agent link: the server poll-mode agents connect to, and
+	// the TLS Thorax also dials listen-mode agents with.
+	Agents ThoraxAgents `toml:"agents"`
+	Drain  Drain        `toml:"drain"`
+}
+
+// ThoraxAgents is the agent link in both directions. Poll-mode agents call
+// the listener; Thorax calls listen-mode agents with the same files: it
+// presents the same certificate pair (the "thorax" pair, valid for server and
+// client authentication) and verifies the agent's server certificate against
+// the same CA. Insecure turns both directions to plaintext.
+type ThoraxAgents struct {
+	Listener
+	// MaxConcurrentCalls bounds the listen-mode RunCommand calls in flight
+	// at once, over all agents.
+	MaxConcurrentCalls int `toml:"max_concurrent_calls"`
+}
+
+func (a ThoraxAgents) validate(p *problems) {
+	a.Listener.validate(p, "agents")
+	p.positive("agents.max_concurrent_calls", int64(a.MaxConcurrentCalls))
+}
+
+// Drain bounds the graceful stop on SIGTERM.
+type Drain struct {
+	// Timeout is how long Thorax waits for running listen-mode calls and
+	// for the results of commands poll-mode agents took, after handing back
+	// what no agent took yet. What is still out when it passes is abandoned
+	// to Mandible's failure handling.
+	Timeout Duration `toml:"timeout"`
 }
 
 // Polling is how often Thorax asks Mandible for pending commands.
 type Polling struct {
 	// Interval applies while the broker delivers nudges.
 	Interval Duration `toml:"interval"`
-	// FallbackInterval applies while the broker is unreachable.
+	// FallbackInterval applies while the broker is unreachable, and
+	// whenever no broker consumer reports a healthy broker (including
+	// queue.enabled = false).
 	FallbackInterval Duration `toml:"fallback_interval"`
+	// MaxHeldCommands is the most commands the instance holds at once:
+	// claimed and not yet stored, handed back or redispatched. A fetch asks
+	// Mandible for at most the free room.
+	MaxHeldCommands int `toml:"max_held_commands"`
 }
 
 // Heartbeat is how often Thorax tells Mandible it is alive.
@@ -43,9 +77,14 @@ func DefaultThorax() Thorax {
 		Polling: Polling{
 			Interval:         Duration{5 * time.Second},
 			FallbackInterval: Duration{1 * time.Second},
+			MaxHeldCommands:  256,
 		},
 		Heartbeat: Heartbeat{Interval: Duration{5 * time.Second}},
-		Agents:    Listener{Listen: "127.0.0.1:9190"},
+		Agents: ThoraxAgents{
+			Listener:           Listener{Listen: "127.0.0.1:9190"},
+			MaxConcurrentCalls: 64,
+		},
+		Drain: Drain{Timeout: Duration{25 * time.Second}},
 	}
 }
 
@@ -69,7 +108,8 @@ func (c Thorax) Validate() error {
 	p.dialAddress("mandible.address", c.Mandible.Address)
 	c.Mandible.TLS.validate(&p, "mandible")
 	c.Queue.validate(&p)
-	c.Agents.validate(&p, "agents")
+	p.positive("polling.max_held_commands", int64(c.Polling.MaxHeldCommands))
+	c.Agents.validate(&p)
 	p.durations(c)
 	return p.err()
 }

@@ -1,0 +1,148 @@
+package thorax
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+// maxPollCommands is the largest max_commands a poll may ask for.
+const maxPollCommands = 100
+
+// targetPattern is what Mandible accepts as a target name. A poll target
+// outside it would make Mandible refuse the heartbeat that reports it, so it
+// is refused here, at the agent.
+var targetPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+func checkTarget(target string) error {
+	switch {
+	case target == "":
+		return status.Error(codes.InvalidArgument, "target: required")
+	case !targetPattern.MatchString(target):
+		return status.Errorf(codes.InvalidArgument, "target: must match %s, got %q", targetPattern, target)
+	}
+	return nil
+}
+
+// agentService is mantisv1.ThoraxService, served to poll-mode agents on
+// agents.listen.
+type agentService struct {
+	mantisv1.UnimplementedThoraxServiceServer
+	t *Thorax
+}
+
+// PollCommands answers with the target's queued commands as soon as there
+// are any, or empty after wait (capped at 60 s). A draining instance answers
+// UNAVAILABLE at once, so the agent backs off and polls again, reaching
+// another instance or this one restarted, instead of spinning on empty
+// answers. The first poll of a target that was not connected triggers a
+// fetch, so its commands are claimed without waiting for the polling tick.
+func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollCommandsRequest) (*mantisv1.PollCommandsResponse, error) {
+	if err := checkTarget(req.GetTarget()); err != nil {
+		return nil, err
+	}
+	if n := req.GetMaxCommands(); n < 1 || n > maxPollCommands {
+		return nil, status.Errorf(codes.InvalidArgument, "max_commands: must be 1-%d, got %d", maxPollCommands, n)
+	}
+	var wait time.Duration
+	if req.GetWait() != nil {
+		if err := req.GetWait().CheckValid(); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "wait: %v", err)
+		}
+		wait = req.GetWait().AsDuration()
+		if wait < 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "wait: must not be negative, got %s", wait)
+		}
+		wait = min(wait, maxPollWait)
+	}
+
+	t := s.t
+	target := req.GetTarget()
+	if t.book.beginPoll(target, 3*max(wait, t.pollWindowFloor), time.Now()) {
+		t.logger.InfoContext(ctx, "poll agent connected", "target", target)
+		t.wakeFetch()
+	}
+	defer func() { t.book.endPoll(target, time.Now()) }()
+
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		taken, wake, draining := t.book.takePoll(target, int(req.GetMaxCommands()), func(c *mantisv1.Command) time.Time {
+			return time.Now().Add(t.resultWait(c))
+		})
+		if len(taken) > 0 {
+			if ctx.Err() != nil {
+				// The agent left before it could hear of them.
+				t.release(t.workContext(ctx), t.book.unhand(taken), "poll agent left while draining")
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			cmds := make([]*mantisv1.Command, len(taken))
+			for i, h := range taken {
+				cmds[i] = h.cmd
+			}
+			t.logger.DebugContext(ctx, "handed commands to poll agent", "target", target, "commands", len(cmds))
+			return &mantisv1.PollCommandsResponse{Commands: cmds}, nil
+		}
+		if draining {
+			return nil, status.Error(codes.Unavailable, "thorax is draining: poll again later")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-timer.C:
+			return &mantisv1.PollCommandsResponse{}, nil
+		case <-wake:
+		}
+	}
+}
+
+// ReportResult stores the result of a command the reporting target's agent
+// took, and answers once Mandible has it: FAILED_PRECONDITION when Mandible
+// refuses it (the lease was lost), UNAVAILABLE when Mandible could not be
+// reached. Reporting the same command again while its result is being stored
+// is accepted.
+func (s *agentService) ReportResult(ctx context.Context, req *mantisv1.ReportResultRequest) (*mantisv1.ReportResultResponse, error) {
+	if err := checkTarget(req.GetTarget()); err != nil {
+		return nil, err
+	}
+	if req.GetCommandId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "command_id: required")
+	}
+	if _, err := uuid.Parse(req.GetCommandId()); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "command_id: must be a UUID, got %q", req.GetCommandId())
+	}
+	if req.GetResult() == nil {
+		return nil, status.Error(codes.InvalidArgument, "result: required")
+	}
+	t := s.t
+	h, err := t.book.beginReport(req.GetTarget(), req.GetCommandId())
+	switch {
+	case errors.Is(err, errReportedOnce):
+		return &mantisv1.ReportResultResponse{}, nil
+	case errors.Is(err, errNotHeld):
+		return nil, status.Errorf(codes.NotFound, "command_id: command %s is not held by this thorax instance", req.GetCommandId())
+	case errors.Is(err, errOtherTarget):
+		return nil, status.Errorf(codes.FailedPrecondition, "command_id: command %s is not a poll command of target %s", req.GetCommandId(), req.GetTarget())
+	case errors.Is(err, errNotHanded):
+		return nil, status.Errorf(codes.FailedPrecondition, "command_id: command %s was not handed to an agent yet", req.GetCommandId())
+	}
+	defer t.book.finish(h)
+	// The store outlives the agent's call: the result must reach Mandible
+	// even if the agent hangs up.
+	err = t.storeResult(t.workContext(ctx), h, req.GetResult())
+	switch status.Code(err) {
+	case codes.OK:
+		return &mantisv1.ReportResultResponse{}, nil
+	case codes.FailedPrecondition, codes.NotFound:
+		return nil, status.Errorf(codes.FailedPrecondition, "mandible refused the result of command %s: %s", req.GetCommandId(), status.Convert(err).Message())
+	default:
+		return nil, status.Errorf(codes.Unavailable, "storing the result of command %s in mandible: %s", req.GetCommandId(), status.Convert(err).Message())
+	}
+}

@@ -1,0 +1,130 @@
+package thorax
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+// agentConns keeps one client connection per listen-mode agent address; gRPC
+// reconnects each on its own.
+type agentConns struct {
+	creds credentials.TransportCredentials
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func newAgentConns(creds credentials.TransportCredentials) *agentConns {
+	return &agentConns{creds: creds, conns: map[string]*grpc.ClientConn{}}
+}
+
+func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	conn, ok := a.conns[addr]
+	if !ok {
+		var err error
+		conn, err = grpc.NewClient(addr, grpc.WithTransportCredentials(a.creds))
+		if err != nil {
+			return nil, err
+		}
+		a.conns[addr] = conn
+	}
+	return mantisv1.NewAgentServiceClient(conn), nil
+}
+
+func (a *agentConns) closeAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for addr, conn := range a.conns {
+		conn.Close()
+		delete(a.conns, addr)
+	}
+}
+
+// listenWorker runs listen-mode commands one at a time until the instance
+// drains; agents.max_concurrent_calls workers bound the calls in flight.
+func (t *Thorax) listenWorker(work context.Context) {
+	for {
+		h, ok := t.book.nextListen(work)
+		if !ok {
+			return
+		}
+		t.runListen(work, h)
+	}
+}
+
+// runListen calls the command's agent and stores the result. A call that
+// fails hands the command back to Mandible for another dispatch; one cut off
+// by the end of the drain is abandoned.
+func (t *Thorax) runListen(work context.Context, h *holding) {
+	defer t.book.finish(h)
+	attrs := []any{"command_id", h.cmd.GetId(), "target", h.cmd.GetTarget(), "agent", h.cmd.GetListenAddress()}
+	client, err := t.agents.client(h.cmd.GetListenAddress())
+	if err != nil {
+		t.redispatch(work, h, fmt.Sprintf("listen agent address %q: %v", h.cmd.GetListenAddress(), err))
+		return
+	}
+	callCtx, cancel := context.WithTimeout(work, t.resultWait(h.cmd))
+	defer cancel()
+	t.logger.DebugContext(work, "calling listen agent", attrs...)
+	resp, err := client.RunCommand(callCtx, &mantisv1.RunCommandRequest{Command: h.cmd})
+	if err != nil {
+		if work.Err() != nil {
+			t.logger.WarnContext(work, "listen call cut off at the end of the drain", append(attrs, "err", err)...)
+			return
+		}
+		st := status.Convert(err)
+		t.logger.WarnContext(work, "handing command to listen agent failed", append(attrs, "code", st.Code().String(), "err", err)...)
+		t.redispatch(work, h, fmt.Sprintf("listen agent %s at %s: %s: %s",
+			h.cmd.GetTarget(), h.cmd.GetListenAddress(), st.Code(), st.Message()))
+		return
+	}
+	result := resp.GetResult()
+	if result == nil {
+		// The agent ran the command (or tried) but said nothing about it;
+		// storing a failed result beats running it again.
+		now := timestamppb.New(time.Now())
+		result = &mantisv1.CommandResult{ExitCode: -1, Error: "agent answered without a result", FinishedAt: now}
+	}
+	t.book.markStoring(h)
+	_ = t.storeResult(work, h, result)
+}
+
+// cancelCommands stops the commands Mandible cancelled (their deployment
+// was): those no agent took are dropped, and listen-mode agents running one
+// are asked to kill it. The calls run in the background so that a slow agent
+// never delays a heartbeat.
+func (t *Thorax) cancelCommands(ctx context.Context, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	dropped, running := t.book.cancel(ids)
+	for _, h := range dropped {
+		t.logger.InfoContext(ctx, "dropped cancelled command before hand-off", "command_id", h.cmd.GetId(), "target", h.cmd.GetTarget())
+	}
+	for _, h := range running {
+		t.background.Go(func() {
+			attrs := []any{"command_id", h.cmd.GetId(), "target", h.cmd.GetTarget(), "agent", h.cmd.GetListenAddress()}
+			client, err := t.agents.client(h.cmd.GetListenAddress())
+			if err == nil {
+				callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+				_, err = client.CancelCommand(callCtx, &mantisv1.CancelCommandRequest{CommandId: h.cmd.GetId()})
+				cancel()
+			}
+			if err != nil {
+				t.logger.WarnContext(ctx, "asking listen agent to cancel a command failed", append(attrs, "err", err)...)
+				return
+			}
+			t.logger.InfoContext(ctx, "asked listen agent to cancel a command", attrs...)
+		})
+	}
+}

@@ -1,0 +1,329 @@
+// Package thorax is the Mantis execution tier: it registers with Mandible and
+// heartbeats, claims commands through Mandible's FetchPendingCommands, hands
+// each to its target's agent (calling a listen-mode agent, or queueing for a
+// poll-mode agent's long poll), and stores every result back in Mandible. It
+// has no database connection: Mandible owns every row, and Thorax only holds
+// leases on commands.
+//
+// The broker consumers of the priority queues plug in through FetchNow (claim
+// the commands a nudge names, at once) and SetBrokerHealthy (switch the polling
+// tick between polling.interval and polling.fallback_interval).
+package thorax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/tlsconf"
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+const (
+	modeListen = config.ModeListen
+	modePoll   = config.ModePoll
+)
+
+// Timing the configuration does not expose.
+const (
+	// callTimeout bounds each call to Mandible.
+	callTimeout = 10 * time.Second
+	// resultGrace is how long past a command's own timeout Thorax waits for its
+	// result: the agent kills the command at its timeout and then still has to
+	// answer.
+	resultGrace = time.Minute
+	// untimedLimit stands in for the timeout of a command that carries none.
+	untimedLimit = time.Hour
+	// pollWindowFloor is the shortest poll wait counted when deciding that a
+	// poll-mode agent is still connected: a target stays connected for three
+	// of its agent's poll waits (at least three times this) after a poll.
+	pollWindowFloor = 5 * time.Second
+	// maxPollWait caps PollCommands' wait.
+	maxPollWait = 60 * time.Second
+	// maxFetch is the largest max_commands Mandible accepts.
+	maxFetch = 1000
+	// sweepInterval is how often overdue and stranded commands are looked for.
+	sweepInterval = time.Second
+	// retryWindow bounds the retries of one result store, redispatch or release.
+	retryWindow = 10 * time.Minute
+	// stopGrace bounds the agents server's graceful stop once the drain is over.
+	stopGrace = 5 * time.Second
+)
+
+// Errors FetchNow returns instead of claiming.
+var (
+	// ErrDraining: the instance is draining and claims nothing more.
+	ErrDraining = errors.New("thorax is draining")
+	// ErrNotRegistered: the instance has no id from Mandible yet (starting, or
+	// registering again after Mandible declared it dead).
+	ErrNotRegistered = errors.New("thorax is not registered with mandible")
+	// ErrAtCapacity: the instance holds polling.max_held_commands already.
+	ErrAtCapacity = errors.New("thorax holds as many commands as it may")
+)
+
+// Thorax is one execution-tier instance. Build it with New and run it with
+// Run; the other methods are safe to call from any goroutine.
+type Thorax struct {
+	cfg    config.Thorax
+	logger *slog.Logger
+
+	mandibleCreds credentials.TransportCredentials
+	agentCreds    credentials.TransportCredentials
+	serverOpts    []grpc.ServerOption
+
+	book   *book
+	agents *agentConns
+
+	mu            sync.Mutex
+	mandible      mantisv1.MandibleServiceClient
+	instanceID    string
+	listenTargets []string
+	brokerHealthy bool
+	agentsAddr    string
+	work          context.Context
+
+	// background tracks calls that must not hold up their caller (agent
+	// cancellations); Run waits for them before it returns.
+	background sync.WaitGroup
+
+	ready           chan struct{}
+	wake            chan struct{} // capacity 1: fetch at once
+	intervalChanged chan struct{} // capacity 1: the polling interval changed
+	beat            chan struct{} // capacity 1: heartbeat at once
+	dead            chan string   // capacity 1: Mandible declared this instance id dead
+
+	// Timing, fixed in production; tests shorten it.
+	resultGrace     time.Duration
+	untimedLimit    time.Duration
+	pollWindowFloor time.Duration
+	sweepInterval   time.Duration
+	registerBackoff backoff
+	retryBackoff    backoff
+}
+
+// New checks the configuration's certificate files and returns an instance
+// ready to Run. cfg must have passed Validate.
+func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
+	t := &Thorax{
+		cfg:             cfg,
+		logger:          logger,
+		book:            newBook(cfg.Polling.MaxHeldCommands),
+		ready:           make(chan struct{}),
+		wake:            make(chan struct{}, 1),
+		intervalChanged: make(chan struct{}, 1),
+		beat:            make(chan struct{}, 1),
+		dead:            make(chan string, 1),
+		resultGrace:     resultGrace,
+		untimedLimit:    untimedLimit,
+		pollWindowFloor: pollWindowFloor,
+		sweepInterval:   sweepInterval,
+		registerBackoff: backoff{min: 100 * time.Millisecond, max: 10 * time.Second},
+		retryBackoff:    backoff{min: 200 * time.Millisecond, max: 10 * time.Second},
+	}
+	if cfg.Mandible.Insecure {
+		t.mandibleCreds = insecure.NewCredentials()
+	} else {
+		tc, err := tlsconf.Client(tlsFiles(cfg.Mandible.TLS), "")
+		if err != nil {
+			return nil, fmt.Errorf("mandible TLS: %w", err)
+		}
+		t.mandibleCreds = credentials.NewTLS(tc)
+	}
+	if cfg.Agents.Insecure {
+		t.agentCreds = insecure.NewCredentials()
+	} else {
+		client, err := tlsconf.Client(tlsFiles(cfg.Agents.TLS), "")
+		if err != nil {
+			return nil, fmt.Errorf("agents TLS: %w", err)
+		}
+		server, err := tlsconf.Server(tlsFiles(cfg.Agents.TLS))
+		if err != nil {
+			return nil, fmt.Errorf("agents TLS: %w", err)
+		}
+		t.agentCreds = credentials.NewTLS(client)
+		t.serverOpts = append(t.serverOpts, grpc.Creds(credentials.NewTLS(server)))
+	}
+	t.agents = newAgentConns(t.agentCreds)
+	return t, nil
+}
+
+func tlsFiles(c config.TLS) tlsconf.Files {
+	return tlsconf.Files{CA: c.CACertPath, Cert: c.CertPath, Key: c.KeyPath}
+}
+
+// Ready is closed once the agents server listens and Mandible has issued the
+// instance its id.
+func (t *Thorax) Ready() <-chan struct{} { return t.ready }
+
+// InstanceID returns the id Mandible issued, or "" while (re-)registering.
+func (t *Thorax) InstanceID() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.instanceID
+}
+
+// AgentsAddr returns the address the agents server listens on, once Ready.
+func (t *Thorax) AgentsAddr() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.agentsAddr
+}
+
+// workContext returns the context of the hand-offs of a running instance,
+// which outlives ctx and ends when the drain gives up.
+func (t *Thorax) workContext(ctx context.Context) context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.work == nil {
+		return context.WithoutCancel(ctx)
+	}
+	return t.work
+}
+
+// registration returns the Mandible client and the current instance id.
+func (t *Thorax) registration() (mantisv1.MandibleServiceClient, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mandible, t.instanceID
+}
+
+// Run serves until ctx ends, then drains: it stops claiming, heartbeats
+// draining, hands back the commands no agent took, waits (up to drain.timeout)
+// for running listen-mode calls and for the results poll-mode agents owe, and
+// stops. It returns nil after a drain; an error only when it cannot serve.
+func (t *Thorax) Run(ctx context.Context) error {
+	logger := t.logger
+	if t.cfg.Mandible.Insecure {
+		logger.WarnContext(ctx, "calling mandible in plaintext without certificates (mandible.insecure = true): development only")
+	}
+	if t.cfg.Agents.Insecure {
+		logger.WarnContext(ctx, "agent link is plaintext without certificates (agents.insecure = true): development only")
+	}
+
+	ln, err := net.Listen("tcp", t.cfg.Agents.Listen)
+	if err != nil {
+		return fmt.Errorf("agents.listen %s: %w", t.cfg.Agents.Listen, err)
+	}
+	conn, err := grpc.NewClient(t.cfg.Mandible.Address, grpc.WithTransportCredentials(t.mandibleCreds))
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("mandible.address %s: %w", t.cfg.Mandible.Address, err)
+	}
+	defer conn.Close()
+	defer t.agents.closeAll()
+
+	server := grpc.NewServer(t.serverOpts...)
+	mantisv1.RegisterThoraxServiceServer(server, &agentService{t: t})
+	healthServer := health.NewServer()
+	healthpb.RegisterHealthServer(server, healthServer)
+
+	// work outlives ctx: hand-offs and result stores go on through the drain
+	// and end only when the drain gives up on them.
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+
+	t.mu.Lock()
+	t.mandible = mantisv1.NewMandibleServiceClient(conn)
+	t.agentsAddr = ln.Addr().String()
+	t.work = work
+	t.mu.Unlock()
+
+	serveErr := make(chan error, 1)
+	go func() {
+		logger.InfoContext(ctx, "serving agents", "addr", ln.Addr().String())
+		serveErr <- server.Serve(ln)
+	}()
+	stopServer := func() {
+		healthServer.Shutdown()
+		stopped := make(chan struct{})
+		go func() { server.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(stopGrace):
+			server.Stop()
+		}
+	}
+
+	if err := t.register(ctx); err != nil {
+		stopServer()
+		if ctx.Err() != nil {
+			logger.InfoContext(ctx, "stopped before registering")
+			return nil
+		}
+		return err
+	}
+	close(t.ready)
+
+	heartbeats, stopHeartbeats := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHeartbeats()
+
+	// serving ends with ctx, or when the agents server fails.
+	serving, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	var loops, workers, beating sync.WaitGroup
+	beating.Go(func() { t.heartbeatLoop(heartbeats, serving) })
+	loops.Go(func() { t.fetchLoop(serving) })
+	loops.Go(func() { t.sweepLoop(serving, work) })
+	for range t.cfg.Agents.MaxConcurrentCalls {
+		workers.Go(func() { t.listenWorker(work) })
+	}
+
+	var failed error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		failed = fmt.Errorf("serving agents: %w", err)
+		serveErr <- nil // for the read after stopServer
+		logger.ErrorContext(ctx, "agents server failed: draining", "err", err)
+	}
+	stopServing()
+
+	// Drain.
+	drainCtx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.Drain.Timeout.Duration)
+	defer cancelDrain()
+	unhanded := t.book.startDrain()
+	healthServer.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	logger.InfoContext(drainCtx, "draining", "unhanded_commands", len(unhanded), "timeout", t.cfg.Drain.Timeout.Duration)
+	t.beatNow()
+	loops.Wait()
+	t.release(drainCtx, unhanded, "drain")
+	if err := t.book.waitEmpty(drainCtx); err != nil {
+		remaining := t.book.remaining()
+		logger.WarnContext(drainCtx, "drain timed out: abandoning commands still out to agents",
+			"commands", len(remaining), "command_ids", remaining)
+	}
+	stopWork()
+	workers.Wait()
+	stopServer()
+	if err := <-serveErr; err != nil && failed == nil {
+		failed = fmt.Errorf("serving agents: %w", err)
+	}
+	stopHeartbeats()
+	beating.Wait()
+	t.background.Wait()
+	if failed != nil {
+		return failed
+	}
+	logger.InfoContext(drainCtx, "stopped")
+	return nil
+}
+
+// buildVersion returns the module version the binary was built from.
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
