@@ -5,14 +5,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mantis-deploy/mantis/internal/agent"
 	"github.com/mantis-deploy/mantis/internal/config"
 )
 
@@ -39,7 +40,9 @@ func newRootCommand() *cobra.Command {
 		Short: "Mantis agent: runs commands on this host for Thorax",
 		Long: `The agent runs commands on its host with a timeout, environment and working
 directory, and returns exit code and output. In poll mode it long-polls its Thorax;
-in listen mode it serves gRPC that Thorax calls.
+in listen mode it serves gRPC that Thorax calls. On SIGINT or SIGTERM it takes no
+new commands, lets running ones finish within exec.stop_timeout, then kills their
+process groups.
 
 Configuration comes from --config (TOML), then MANTIS_* environment variables
 (MANTIS_<SECTION>_<KEY>, e.g. MANTIS_MODE, MANTIS_THORAX_ADDRESS).`,
@@ -47,10 +50,17 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := load(); err != nil {
+			cfg, err := load()
+			if err != nil {
 				return err
 			}
-			return errors.New("serving is not available in this build yet: only check-config is")
+			logger := slog.New(cfg.Log.Handler(cmd.ErrOrStderr()))
+			logger.InfoContext(cmd.Context(), "agent starting", "config", cfg)
+			if err := agent.Run(cmd.Context(), cfg, logger); err != nil {
+				return err
+			}
+			logger.InfoContext(cmd.Context(), "agent stopped")
+			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", "path to the agent configuration (TOML)")

@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"path/filepath"
 	"time"
 )
 
@@ -25,8 +26,19 @@ type Agent struct {
 	// Thorax is the server a poll-mode agent calls.
 	Thorax Endpoint `toml:"thorax"`
 	// Listen is the server a listen-mode agent serves for Thorax.
-	Listen Endpoint `toml:"listen"`
-	Exec   Exec     `toml:"exec"`
+	Listen AgentListen `toml:"listen"`
+	Exec   Exec        `toml:"exec"`
+}
+
+// AgentListen is the server a listen-mode agent serves: its address and TLS,
+// and whom it accepts.
+type AgentListen struct {
+	Endpoint
+	// AllowedClientNames are the names a client certificate must carry, as
+	// its CommonName or one of its DNS names, on top of being signed by
+	// ca_cert_path: any other certificate from the same CA (another agent's,
+	// a CLI's) is refused at the handshake.
+	AllowedClientNames []string `toml:"allowed_client_names"`
 }
 
 // Exec bounds the commands the agent runs.
@@ -38,18 +50,32 @@ type Exec struct {
 	OutputLimitBytes int `toml:"output_limit_bytes"`
 	// Shell runs each command as Shell -c command.
 	Shell string `toml:"shell"`
+	// WorkingDir is where commands that name no directory run; empty means
+	// the agent's own working directory. It must be absolute.
+	WorkingDir string `toml:"working_dir"`
+	// KillGrace is how long a process group has between SIGTERM and SIGKILL
+	// when a command times out, is cancelled, or leaves processes behind.
+	KillGrace Duration `toml:"kill_grace"`
+	// StopTimeout is how long running commands may go on when the agent is
+	// asked to stop, before their process groups are killed. A stop takes at
+	// most about stop_timeout + kill_grace + 5 s (reporting the last results),
+	// which should stay within the supervisor's own stop timeout.
+	StopTimeout Duration `toml:"stop_timeout"`
 }
 
 // DefaultAgent returns the agent's defaults. Name and mode have none and
 // must be configured.
 func DefaultAgent() Agent {
 	return Agent{
-		Log: defaultLog(),
+		Log:    defaultLog(),
+		Listen: AgentListen{AllowedClientNames: []string{"thorax"}},
 		Exec: Exec{
 			MaxConcurrent:    4,
 			DefaultTimeout:   Duration{10 * time.Minute},
 			OutputLimitBytes: 64 << 10,
 			Shell:            "/bin/sh",
+			KillGrace:        Duration{5 * time.Second},
+			StopTimeout:      Duration{15 * time.Second},
 		},
 	}
 }
@@ -78,6 +104,7 @@ func (c Agent) Validate() error {
 	case ModeListen:
 		p.listenAddress("listen.address", c.Listen.Address)
 		c.Listen.TLS.validate(&p, "listen")
+		c.Listen.validateNames(&p)
 	case "":
 		p.add("mode", "required (poll or listen)")
 	default:
@@ -92,8 +119,27 @@ func (c Agent) Validate() error {
 	p.positive("exec.max_concurrent", int64(c.Exec.MaxConcurrent))
 	p.positive("exec.output_limit_bytes", int64(c.Exec.OutputLimitBytes))
 	p.required("exec.shell", c.Exec.Shell, "required")
+	if c.Exec.WorkingDir != "" && !filepath.IsAbs(c.Exec.WorkingDir) {
+		p.add("exec.working_dir", "must be an absolute path, got %q", c.Exec.WorkingDir)
+	}
 	p.durations(c)
 	return p.err()
+}
+
+// validateNames checks the client names; plaintext has no certificates to
+// check them against, so it needs none.
+func (l AgentListen) validateNames(p *problems) {
+	if l.Insecure {
+		return
+	}
+	if len(l.AllowedClientNames) == 0 {
+		p.add("listen.allowed_client_names", "at least one name is required unless listen.insecure = true")
+	}
+	for i, n := range l.AllowedClientNames {
+		if n == "" {
+			p.add("listen.allowed_client_names", "name %d is empty", i+1)
+		}
+	}
 }
 
 // String returns the configuration as TOML with its secrets redacted.

@@ -273,7 +273,7 @@ func TestAgentChecksOnlyItsMode(t *testing.T) {
 	t.Parallel()
 
 	poll := validAgent(config.ModePoll)
-	poll.Listen = config.Endpoint{}
+	poll.Listen = config.AgentListen{}
 	require.NoError(t, poll.Validate())
 
 	listen := validAgent(config.ModeListen)

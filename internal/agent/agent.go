@@ -1,0 +1,110 @@
+// Package agent is the Mantis agent: it runs commands on its host for Thorax.
+//
+// A Runner runs each command as `shell -c command` in a process group of its
+// own, with a timeout, environment and working directory, keeps the tail of
+// its output, and kills the whole group on timeout or cancel. The agent
+// reaches Thorax one of two ways: a Poller long-polls Thorax's ThoraxService
+// (poll mode), or a Server serves AgentService for Thorax to call (listen
+// mode). Run wires either from the configuration.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+)
+
+// grpcStopTimeout bounds the wait for listen-mode calls to answer once their
+// commands are over, before their connections are cut.
+const grpcStopTimeout = 5 * time.Second
+
+// Run serves as cfg.Mode says until ctx is done, then stops gracefully: it
+// takes no new commands, gives running ones exec.stop_timeout to finish, then
+// kills their process groups. cfg must be valid. Run returns an error only
+// when it cannot start or cannot serve.
+func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
+	logger = logger.With("target", cfg.Name, "mode", cfg.Mode)
+	runner := NewRunner(cfg.Exec, logger)
+	switch cfg.Mode {
+	case config.ModePoll:
+		if cfg.Thorax.Insecure {
+			logger.WarnContext(ctx, "calling thorax in plaintext: thorax.insecure is set, for development only")
+		}
+		p, err := NewPoller(cfg, runner, logger)
+		if err != nil {
+			return err
+		}
+		logger.InfoContext(ctx, "polling thorax", "thorax_address", cfg.Thorax.Address, "max_concurrent", cfg.Exec.MaxConcurrent)
+		return p.Run(ctx)
+	case config.ModeListen:
+		return serveListen(ctx, cfg, runner, logger)
+	default:
+		return fmt.Errorf("mode %q: must be poll or listen", cfg.Mode)
+	}
+}
+
+// serveListen serves AgentService on listen.address until ctx is done.
+func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, logger *slog.Logger) error {
+	creds, err := ListenCredentials(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	if cfg.Listen.Insecure {
+		logger.WarnContext(ctx, "serving thorax in plaintext: listen.insecure is set, for development only")
+	}
+	lis, err := net.Listen("tcp", cfg.Listen.Address)
+	if err != nil {
+		return fmt.Errorf("listen.address %s: %w", cfg.Listen.Address, err)
+	}
+	gs := NewGRPCServer(NewServer(runner, logger), creds)
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	logger.InfoContext(ctx, "serving agent service",
+		"listen_address", lis.Addr().String(),
+		"allowed_client_names", cfg.Listen.AllowedClientNames,
+		"max_concurrent", cfg.Exec.MaxConcurrent)
+
+	select {
+	case err := <-served:
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Exec.StopTimeout.Duration)
+		defer cancel()
+		runner.Shutdown(stopCtx)
+		return fmt.Errorf("serving agent service: %w", err)
+	case <-ctx.Done():
+	}
+	logger.InfoContext(ctx, "agent stopping: no new commands")
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop() // closes the listener now, returns once calls are answered
+		close(stopped)
+	}()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Exec.StopTimeout.Duration)
+	defer cancel()
+	if killed := runner.Shutdown(stopCtx); killed > 0 {
+		logger.WarnContext(ctx, "killed commands still running at stop", "killed", killed)
+	}
+	stopGRPC(gs, stopped)
+	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("serving agent service: %w", err)
+	}
+	return nil
+}
+
+// stopGRPC waits a little for GracefulStop, then cuts what is left.
+func stopGRPC(gs *grpc.Server, stopped <-chan struct{}) {
+	t := time.NewTimer(grpcStopTimeout)
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		gs.Stop()
+		<-stopped
+	}
+}

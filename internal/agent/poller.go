@@ -1,0 +1,317 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/tlsconf"
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+const (
+	// PollWait is how long Thorax may hold a PollCommands call before it
+	// answers empty (the protocol allows up to 60 s).
+	PollWait = 30 * time.Second
+	// pollGrace is added to PollWait for the call's deadline, so a Thorax
+	// that answers on time is never cut off but a dead connection is.
+	pollGrace = 10 * time.Second
+	// maxPollCommands is the most a PollCommands call may ask for.
+	maxPollCommands = 100
+	// reportTimeout bounds one ReportResult attempt.
+	reportTimeout = 10 * time.Second
+	// ResultBuffer is how many finished results wait for Thorax at most;
+	// beyond it a finished command keeps its run slot until its result is
+	// queued, so the agent stops asking for work it cannot report.
+	ResultBuffer = 256
+	// flushTimeout bounds how long a stopping agent keeps trying to report
+	// the results it still holds.
+	flushTimeout = 5 * time.Second
+)
+
+// Poller is the poll-mode agent: it long-polls its Thorax for the target's
+// commands, asking for no more than it has free run slots, runs them, and
+// reports each result, retrying until Thorax takes it.
+type Poller struct {
+	target      string
+	conn        *grpc.ClientConn
+	client      mantisv1.ThoraxServiceClient
+	runner      *Runner
+	logger      *slog.Logger
+	stopTimeout time.Duration
+	results     chan report
+}
+
+// report is a result waiting to be reported.
+type report struct {
+	commandID string
+	result    *mantisv1.CommandResult
+}
+
+// NewPoller returns a Poller for the agent cfg (mode poll) that runs commands
+// on runner. It does not connect yet: Run does, and keeps reconnecting.
+func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, error) {
+	creds, err := ThoraxCredentials(cfg.Thorax)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(cfg.Thorax.Address,
+		grpc.WithTransportCredentials(creds),
+		// gRPC's own reconnect backoff, capped like ours, so a restarted
+		// Thorax is found again within MaxRetryDelay rather than two minutes.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: grpcbackoff.Config{
+				BaseDelay:  retryBaseDelay,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   MaxRetryDelay,
+			},
+			MinConnectTimeout: 5 * time.Second,
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("thorax.address %s: %w", cfg.Thorax.Address, err)
+	}
+	return &Poller{
+		target:      cfg.Name,
+		conn:        conn,
+		client:      mantisv1.NewThoraxServiceClient(conn),
+		runner:      runner,
+		logger:      logger.With("target", cfg.Name, "thorax_address", cfg.Thorax.Address),
+		stopTimeout: cfg.Exec.StopTimeout.Duration,
+		results:     make(chan report, ResultBuffer),
+	}, nil
+}
+
+// ThoraxCredentials returns the transport security of the thorax section:
+// TLS that verifies Thorax's certificate against thorax.ca_cert_path and
+// presents the agent's own pair, or plaintext when thorax.insecure is set.
+func ThoraxCredentials(cfg config.Endpoint) (credentials.TransportCredentials, error) {
+	if cfg.Insecure {
+		return insecure.NewCredentials(), nil
+	}
+	// No server name: gRPC checks the certificate against the host of
+	// thorax.address.
+	tc, err := tlsconf.Client(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath}, "")
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(tc), nil
+}
+
+// Run polls until ctx is done and never gives up on Thorax before that. Then
+// it stops asking for work, gives running commands exec.stop_timeout before
+// killing their process groups, reports what it can within a few seconds,
+// closes the connection and returns. A Poller runs once.
+func (p *Poller) Run(ctx context.Context) error {
+	defer p.conn.Close()
+	reportCtx, stopReports := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReports()
+	var reporters sync.WaitGroup
+	for range cap(p.runner.slots) {
+		reporters.Go(func() { p.reportLoop(reportCtx) })
+	}
+
+	var commands sync.WaitGroup
+	p.poll(ctx, reportCtx, &commands)
+
+	p.logger.InfoContext(ctx, "agent stopping: no new commands", "running", cap(p.runner.slots)-p.runner.Free())
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.stopTimeout)
+	if killed := p.runner.Shutdown(stopCtx); killed > 0 {
+		p.logger.WarnContext(ctx, "killed commands still running at stop", "killed", killed)
+	}
+	cancel()
+
+	drained := make(chan struct{})
+	go func() {
+		commands.Wait()
+		close(p.results)
+		reporters.Wait()
+		close(drained)
+	}()
+	flush := time.NewTimer(flushTimeout)
+	defer flush.Stop()
+	select {
+	case <-drained:
+	case <-flush.C:
+		stopReports()
+		<-drained
+		for r := range p.results {
+			p.logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it", "command_id", r.commandID)
+		}
+	}
+	return nil
+}
+
+// poll asks Thorax for commands while there are free slots, until ctx is
+// done, and starts each command it gets.
+func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) {
+	retry := newRetryBackoff()
+	failing := false
+	for {
+		n, err := p.runner.acquire(ctx, maxPollCommands)
+		if err != nil {
+			return
+		}
+		callCtx, cancel := context.WithTimeout(ctx, PollWait+pollGrace)
+		resp, err := p.client.PollCommands(callCtx, &mantisv1.PollCommandsRequest{
+			Target:      p.target,
+			MaxCommands: int32(n),
+			Wait:        durationpb.New(PollWait),
+		})
+		cancel()
+		if err != nil {
+			p.runner.release(n)
+			if ctx.Err() != nil {
+				return
+			}
+			delay := retry.next()
+			p.logger.WarnContext(ctx, "polling thorax failed", "error", err, "retry_in", delay)
+			failing = true
+			if !sleep(ctx, delay) {
+				return
+			}
+			continue
+		}
+		if failing {
+			p.logger.InfoContext(ctx, "polling thorax again")
+			failing = false
+		}
+		retry.reset()
+
+		cmds := resp.GetCommands()
+		if len(cmds) < n {
+			p.runner.release(n - len(cmds))
+		}
+		for i, cmd := range cmds {
+			// Thorax sent more than asked: the extra ones wait for a slot
+			// rather than break exec.max_concurrent.
+			if i >= n {
+				if _, err := p.runner.acquire(ctx, 1); err != nil {
+					for _, unrun := range cmds[i:] {
+						commands.Go(func() {
+							p.enqueue(reportCtx, unrun.GetId(), notRun(ErrStopping))
+						})
+					}
+					return
+				}
+			}
+			commands.Go(func() {
+				defer p.runner.release(1)
+				p.runCommand(ctx, reportCtx, cmd)
+			})
+		}
+	}
+}
+
+// runCommand runs cmd on a slot the caller holds and queues its result. The
+// run ignores ctx: stopping the agent lets it finish within exec.stop_timeout
+// (Runner.Shutdown), it does not kill it at once.
+func (p *Poller) runCommand(ctx, reportCtx context.Context, cmd *mantisv1.Command) {
+	logger := p.logger.With("command_id", cmd.GetId())
+	var res *mantisv1.CommandResult
+	if err := ValidateCommand(cmd); err != nil {
+		logger.WarnContext(ctx, "refusing malformed command", "error", err)
+		res = notRun(err)
+	} else {
+		r, err := p.runner.runHeld(context.WithoutCancel(ctx), cmd)
+		switch {
+		case errors.Is(err, ErrAlreadyRunning):
+			// Thorax handed the same command twice; the run under way reports.
+			logger.WarnContext(ctx, "command handed out twice, running once")
+			return
+		case err != nil:
+			res = notRun(err)
+		default:
+			res = r
+		}
+	}
+	p.enqueue(reportCtx, cmd.GetId(), res)
+}
+
+// enqueue waits for room in the result buffer, or for reportCtx to end.
+func (p *Poller) enqueue(reportCtx context.Context, id string, res *mantisv1.CommandResult) {
+	select {
+	case p.results <- report{commandID: id, result: res}:
+	case <-reportCtx.Done():
+		p.logger.ErrorContext(reportCtx, "result dropped: agent stopped before thorax took it", "command_id", id)
+	}
+}
+
+// reportLoop reports queued results until the queue is closed or ctx ends.
+func (p *Poller) reportLoop(ctx context.Context) {
+	for {
+		select {
+		case r, ok := <-p.results:
+			if !ok {
+				return
+			}
+			p.deliver(ctx, r)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver reports one result, retrying with backoff until Thorax takes it,
+// refuses it for good, or ctx ends.
+func (p *Poller) deliver(ctx context.Context, r report) {
+	logger := p.logger.With("command_id", r.commandID)
+	retry := newRetryBackoff()
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, reportTimeout)
+		_, err := p.client.ReportResult(callCtx, &mantisv1.ReportResultRequest{
+			Target:    p.target,
+			CommandId: r.commandID,
+			Result:    r.result,
+		})
+		cancel()
+		switch {
+		case err == nil:
+			logger.DebugContext(ctx, "result reported")
+			return
+		case refusedForGood(err):
+			logger.ErrorContext(ctx, "thorax refused result", "error", err)
+			return
+		case ctx.Err() != nil:
+			logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it")
+			return
+		}
+		delay := retry.next()
+		logger.WarnContext(ctx, "reporting result failed", "error", err, "retry_in", delay)
+		if !sleep(ctx, delay) {
+			logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it")
+			return
+		}
+	}
+}
+
+// refusedForGood says whether retrying a ReportResult that failed with err is
+// pointless: Thorax understood the call and said no.
+func refusedForGood(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists,
+		codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
+		return true
+	}
+	return false
+}
+
+// notRun is the result of a command the agent did not run.
+func notRun(err error) *mantisv1.CommandResult {
+	now := timestamppb.Now()
+	return &mantisv1.CommandResult{ExitCode: -1, Error: err.Error(), StartedAt: now, FinishedAt: now}
+}

@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/tlsconf"
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+// Server is the listen-mode agent's AgentService: Thorax calls it to run and
+// cancel commands on this host.
+type Server struct {
+	mantisv1.UnimplementedAgentServiceServer
+	runner *Runner
+	logger *slog.Logger
+}
+
+// NewServer returns an AgentService that runs commands on runner.
+func NewServer(runner *Runner, logger *slog.Logger) *Server {
+	return &Server{runner: runner, logger: logger}
+}
+
+// RunCommand runs the command and answers with its result once it is over.
+// The run is tied to the call: if Thorax goes away, the command's process
+// group is killed, since its result has nowhere to go.
+func (s *Server) RunCommand(ctx context.Context, req *mantisv1.RunCommandRequest) (*mantisv1.RunCommandResponse, error) {
+	res, err := s.runner.Run(ctx, req.GetCommand())
+	if err != nil {
+		var invalid *InvalidCommandError
+		switch {
+		case errors.As(err, &invalid):
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		case errors.Is(err, ErrBusy):
+			return nil, status.Error(codes.ResourceExhausted, err.Error())
+		case errors.Is(err, ErrAlreadyRunning):
+			return nil, status.Errorf(codes.AlreadyExists, "command %s: %v", req.GetCommand().GetId(), err)
+		case errors.Is(err, ErrStopping):
+			return nil, status.Error(codes.Unavailable, err.Error())
+		default:
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
+	return &mantisv1.RunCommandResponse{Result: res}, nil
+}
+
+// CancelCommand kills the named running command's process group.
+func (s *Server) CancelCommand(ctx context.Context, req *mantisv1.CancelCommandRequest) (*mantisv1.CancelCommandResponse, error) {
+	if req.GetCommandId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "command_id: required")
+	}
+	if !s.runner.Cancel(req.GetCommandId()) {
+		return nil, status.Errorf(codes.NotFound, "command %s: not running", req.GetCommandId())
+	}
+	s.logger.InfoContext(ctx, "command cancelled", "command_id", req.GetCommandId())
+	return &mantisv1.CancelCommandResponse{}, nil
+}
+
+// ListenCredentials returns the transport security of the listen section:
+// mutual TLS that accepts only a client certificate signed by
+// listen.ca_cert_path and naming one of listen.allowed_client_names, or
+// plaintext when listen.insecure is set.
+func ListenCredentials(cfg config.AgentListen) (credentials.TransportCredentials, error) {
+	if cfg.Insecure {
+		return insecure.NewCredentials(), nil
+	}
+	tc, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath})
+	if err != nil {
+		return nil, err
+	}
+	tlsconf.RequirePeerNames(tc, cfg.AllowedClientNames)
+	return credentials.NewTLS(tc), nil
+}
+
+// NewGRPCServer returns a gRPC server that serves srv over creds.
+func NewGRPCServer(srv *Server, creds credentials.TransportCredentials) *grpc.Server {
+	gs := grpc.NewServer(
+		grpc.Creds(creds),
+		// A Thorax that vanished without closing its connection is noticed
+		// within a couple of minutes, and the commands it was waiting on are
+		// killed rather than left to run for nobody.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
+		// Thorax may ping its long calls to keep them alive through middleboxes.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	mantisv1.RegisterAgentServiceServer(gs, srv)
+	return gs
+}

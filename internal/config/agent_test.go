@@ -1,0 +1,68 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+)
+
+func TestAgentExecAndListenDefaults(t *testing.T) {
+	t.Parallel()
+
+	a := config.DefaultAgent()
+	require.Equal(t, []string{"thorax"}, a.Listen.AllowedClientNames)
+	require.Equal(t, 5*time.Second, a.Exec.KillGrace.Duration)
+	require.Equal(t, 15*time.Second, a.Exec.StopTimeout.Duration)
+	require.Empty(t, a.Exec.WorkingDir)
+
+	listen, err := config.LoadAgent("../../deploy/agent-listen.toml", nil)
+	require.NoError(t, err)
+	require.Equal(t, config.DefaultAgent().Listen.AllowedClientNames, listen.Listen.AllowedClientNames)
+}
+
+func TestAgentAllowedClientNames(t *testing.T) {
+	t.Parallel()
+
+	a, err := config.LoadAgent(writeFile(t, "agent.toml", `
+name = "web-1"
+mode = "listen"
+
+[listen]
+address = "127.0.0.1:9191"
+ca_cert_path = "/certs/ca.crt"
+cert_path = "/certs/agent.crt"
+key_path = "/certs/agent.key"
+allowed_client_names = ["thorax-a"]
+`), env(map[string]string{"MANTIS_LISTEN_ALLOWED_CLIENT_NAMES": "thorax-a, thorax-b"}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"thorax-a", "thorax-b"}, a.Listen.AllowedClientNames)
+	require.Contains(t, a.String(), `allowed_client_names = ["thorax-a", "thorax-b"]`)
+
+	cases := []struct {
+		change func(*config.Agent)
+		want   string
+	}{
+		{func(c *config.Agent) { c.Listen.AllowedClientNames = nil }, "listen.allowed_client_names: at least one name is required unless listen.insecure = true"},
+		{func(c *config.Agent) { c.Listen.AllowedClientNames = []string{"thorax", ""} }, "listen.allowed_client_names: name 2 is empty"},
+		{func(c *config.Agent) { c.Exec.WorkingDir = "srv" }, `exec.working_dir: must be an absolute path, got "srv"`},
+		{func(c *config.Agent) { c.Exec.KillGrace.Duration = 0 }, "exec.kill_grace: must be positive, got 0s"},
+		{func(c *config.Agent) { c.Exec.StopTimeout.Duration = -time.Second }, "exec.stop_timeout: must be positive, got -1s"},
+	}
+	for _, tc := range cases {
+		c := validAgent(config.ModeListen)
+		tc.change(&c)
+		require.Equal(t, []string{tc.want}, problems(t, c.Validate()))
+	}
+
+	// Plaintext has no certificate to check names against; poll mode serves nothing.
+	insecure := validAgent(config.ModeListen)
+	insecure.Listen.Insecure = true
+	insecure.Listen.AllowedClientNames = nil
+	require.NoError(t, insecure.Validate())
+	poll := validAgent(config.ModePoll)
+	poll.Listen.AllowedClientNames = nil
+	require.NoError(t, poll.Validate())
+}

@@ -1,0 +1,38 @@
+package tlsconf
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// RequirePeerNames makes cfg refuse, at the handshake, a peer whose verified
+// certificate names none of names as its CommonName or one of its DNS names.
+// Signature checks stay with cfg (ClientCAs or RootCAs); this narrows who,
+// among the holders of certificates from that CA, may connect. A
+// VerifyConnection cfg already has still runs first.
+func RequirePeerNames(cfg *tls.Config, names []string) {
+	allowed := slices.Clone(names)
+	previous := cfg.VerifyConnection
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if previous != nil {
+			if err := previous(cs); err != nil {
+				return err
+			}
+		}
+		if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
+			return errors.New("peer certificate: none verified")
+		}
+		leaf := cs.PeerCertificates[0]
+		if slices.Contains(allowed, leaf.Subject.CommonName) {
+			return nil
+		}
+		for _, dns := range leaf.DNSNames {
+			if slices.Contains(allowed, dns) {
+				return nil
+			}
+		}
+		return fmt.Errorf("peer certificate %q: names none of %q", leaf.Subject.CommonName, allowed)
+	}
+}
