@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mantis-deploy/mantis/internal/pgnotify"
 )
 
 // DispatchConfig tunes the dispatch activities ([dispatch] and [thorax] of mandible.toml).
@@ -39,5 +41,10 @@ type Activities struct {
 	// Broker is nil when [queue] enabled = false: commands then reach Thorax through
 	// its polling alone.
 	Broker Broker
-	Hooks  Hooks
+	// Notifications wakes AwaitStepResults when results land; nil falls back to
+	// re-reading every few seconds.
+	Notifications *pgnotify.Hub
+	// ClaimClock is shared with the replica's wake-up forwarder.
+	ClaimClock *ClaimClock
+	Hooks      Hooks
 }

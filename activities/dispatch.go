@@ -32,6 +32,7 @@ func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimB
 		return ClaimBatchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), "InvalidInput", nil)
 	}
+	a.ClaimClock.ClaimStarted()
 	res, err := schema.ClaimPending(ctx, a.DB, in.ReplicaID, in.Limit)
 	if err != nil {
 		return ClaimBatchResult{}, err

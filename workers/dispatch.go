@@ -31,11 +31,9 @@ type DispatchOptions struct {
 	ReplicaID string
 	Input     workflows.DispatcherInput
 	Logger    *slog.Logger
+	// ClaimClock is the one the replica's claim activity updates.
+	ClaimClock *activities.ClaimClock
 }
-
-// wakeCoalesce is the shortest gap between two wake-up signals to the dispatcher: a
-// burst of inserts costs one signal, and the dispatcher drains any that pile up.
-const wakeCoalesce = 20 * time.Millisecond
 
 // StartReplicaWorker starts the replica's Temporal worker on its own task queue, with
 // the workflows and activities that must run on the replica itself (the dispatcher,
@@ -119,11 +117,12 @@ func RunDispatch(ctx context.Context, opts DispatchOptions) error {
 	return listenErr
 }
 
-// listenForRequests LISTENs for new dispatch requests and signals the dispatcher,
-// coalescing bursts. It reconnects when the connection drops.
+// listenForRequests LISTENs for new dispatch requests and signals the dispatcher. A
+// signal is sent only when none is pending since the latest claim started, so a burst
+// of inserts, or a steady stream, costs at most one signal per dispatcher round. It
+// reconnects when the connection drops.
 func listenForRequests(ctx context.Context, opts DispatchOptions) error {
 	id := workflows.DispatcherWorkflowID(opts.ReplicaID)
-	var lastSignal time.Time
 	for ctx.Err() == nil {
 		err := func() error {
 			conn, err := opts.DB.Acquire(ctx)
@@ -139,16 +138,9 @@ func listenForRequests(ctx context.Context, opts DispatchOptions) error {
 				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
 					return err
 				}
-				if wait := wakeCoalesce - time.Since(lastSignal); wait > 0 {
-					select {
-					case <-ctx.Done():
-						return ctx.Err()
-					case <-time.After(wait):
-					}
+				if !opts.ClaimClock.WakeOwed() {
+					continue
 				}
-				// Notifications that arrived meanwhile are answered by this one signal.
-				drainNotifications(ctx, conn.Conn())
-				lastSignal = time.Now()
 				if err := opts.Client.SignalWorkflow(ctx, id, "", workflows.WakeSignal, nil); err != nil && ctx.Err() == nil {
 					opts.Logger.WarnContext(ctx, "waking dispatcher failed; the tick picks the requests up", "err", err)
 				}

@@ -135,7 +135,8 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			DeliveryTimeout:   cfg.Dispatch.DeliveryTimeout.Duration,
 			HeartbeatTimeout:  cfg.Thorax.HeartbeatTimeout.Duration,
 		},
-		Hooks: testHooks(opts.pauseAfterClaim, logger),
+		ClaimClock: &activities.ClaimClock{},
+		Hooks:      testHooks(opts.pauseAfterClaim, logger),
 	}
 	checks := map[string]httpapi.Check{
 		"database": func(ctx context.Context) error { return pool.Ping(ctx) },
@@ -228,7 +229,8 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 				BatchSize:         cfg.Dispatch.BatchSize,
 				ProcessingTimeout: cfg.Dispatch.ProcessingTimeout.Duration,
 			},
-			Logger: logger,
+			Logger:     logger,
+			ClaimClock: acts.ClaimClock,
 		})
 	})
 	g.Go(func() error {
