@@ -71,11 +71,11 @@ type EnqueuedRequest struct {
 	ExpiresAt      time.Time
 }
 
-// InputError lists every problem with an enqueue, naming the offending request.
+// InputError lists every problem with a request, each naming its field.
 type InputError struct{ Problems []string }
 
 func (e *InputError) Error() string {
-	return "invalid dispatch request: " + strings.Join(e.Problems, "; ")
+	return "invalid request: " + strings.Join(e.Problems, "; ")
 }
 
 const defaultCommandTimeout = 10 * time.Minute

@@ -424,5 +424,5 @@ func TestInputErrorIsTyped(t *testing.T) {
 	err := error(&schema.InputError{Problems: []string{"a", "b"}})
 	var ie *schema.InputError
 	require.True(t, errors.As(err, &ie))
-	require.Equal(t, "invalid dispatch request: a; b", err.Error())
+	require.Equal(t, "invalid request: a; b", err.Error())
 }

@@ -50,6 +50,18 @@ func StartReplicaWorker(c client.Client, replica string, acts *activities.Activi
 	return w, nil
 }
 
+// StartDeploymentWorker starts the worker every replica runs on the shared deployment
+// task queue: Deployment workflows and their activities, on whichever replica is free.
+func StartDeploymentWorker(c client.Client, acts *activities.Activities) (worker.Worker, error) {
+	w := worker.New(c, workflows.DeploymentTaskQueue, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.Deployment, workflow.RegisterOptions{Name: workflows.DeploymentWorkflowType})
+	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("starting Temporal worker on %s: %w", workflows.DeploymentTaskQueue, err)
+	}
+	return w, nil
+}
+
 // DeclareTopology runs the topology declaration as a workflow on the replica's task
 // queue and waits for it: Mandible declares the topology on every start, before it
 // serves.

@@ -29,5 +29,8 @@ var (
 
 // SearchAttributes lists every search attribute Mantis uses, for registration.
 func SearchAttributes() []temporal.SearchAttributeKey {
-	return []temporal.SearchAttributeKey{ReplicaSearchAttribute}
+	return []temporal.SearchAttributeKey{
+		ReplicaSearchAttribute,
+		DeploymentIDSearchAttribute, DeploymentNameSearchAttribute, DeploymentStatusSearchAttribute, DeploymentPrioritySearchAttribute,
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/pgnotify"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
@@ -154,11 +155,19 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		logger.WarnContext(ctx, "running without a broker ([queue] enabled = false): Thorax finds commands by polling")
 	}
 
+	hub := pgnotify.NewHub(pool, logger, activities.ResultsChannel)
+	acts.Notifications = hub
+
 	w, err := workers.StartReplicaWorker(temporal, cfg.ReplicaID, acts)
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
+	dw, err := workers.StartDeploymentWorker(temporal, acts)
+	if err != nil {
+		return err
+	}
+	defer dw.Stop()
 	if cfg.Queue.Enabled {
 		topo, err := workers.DeclareTopology(ctx, temporal, cfg.ReplicaID)
 		if err != nil {
@@ -189,13 +198,10 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			Tokens:           cfg.HTTP.Tokens,
 			MaxBodyBytes:     cfg.HTTP.MaxBodyBytes,
 			HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
-			Checks: map[string]httpapi.Check{
-				"database": func(ctx context.Context) error { return pool.Ping(ctx) },
-				"temporal": func(ctx context.Context) error {
-					_, err := temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
-					return err
-				},
-			},
+			Checks:           checks,
+			Temporal:         temporal,
+			Namespace:        cfg.Temporal.Namespace,
+			TemporalUIURL:    cfg.Temporal.UIURL,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -233,6 +239,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			ClaimClock: acts.ClaimClock,
 		})
 	})
+	g.Go(func() error { return hub.Run(gctx) })
 	g.Go(func() error {
 		return workers.RunThoraxMonitor(gctx, pool, cfg.Thorax.HeartbeatTimeout.Duration, logger)
 	})

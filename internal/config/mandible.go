@@ -43,6 +43,8 @@ func (d Database) LogValue() slog.Value { return logValue(d) }
 type Temporal struct {
 	Address   string `toml:"address"`
 	Namespace string `toml:"namespace"`
+	// UIURL, when set, is the Temporal Web UI that deployment answers link to.
+	UIURL string `toml:"ui_url"`
 }
 
 // HTTP is the JSON API and SSE server.

@@ -103,7 +103,7 @@ address = %q
 namespace = %q
 [http]
 listen = "127.0.0.1:%d"
-tokens = ["test-token-0123456789abcdef"]
+tokens = [%q]
 [grpc]
 listen = "127.0.0.1:%d"
 insecure = true
@@ -114,7 +114,7 @@ delivery_timeout = %q
 batch_size = %d
 [thorax]
 heartbeat_timeout = "1h"
-`, o.ID, o.DatabaseURL, o.Temporal.Address, o.Temporal.Namespace, httpPort, grpcPort,
+`, o.ID, o.DatabaseURL, o.Temporal.Address, o.Temporal.Namespace, httpPort, apiToken, grpcPort,
 		o.PollInterval, o.ProcessingTimeout, o.DeliveryTimeout, o.BatchSize)
 	if b := o.Broker; b != nil {
 		conf += fmt.Sprintf(`[queue]

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
 )
 
 // Check reports whether one dependency is reachable; nil means ready.
@@ -32,6 +33,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// HeartbeatTimeout decides which Thorax instances count as live.
 	HeartbeatTimeout time.Duration
+	// Temporal starts and cancels deployment workflows.
+	Temporal  client.Client
+	Namespace string
+	// TemporalUIURL, when set, adds Web UI links to deployment answers.
+	TemporalUIURL string
 }
 
 type server struct {
@@ -39,12 +45,16 @@ type server struct {
 	logger           *slog.Logger
 	maxBody          int64
 	heartbeatTimeout time.Duration
+	temporal         client.Client
+	namespace        string
+	temporalUI       string
 }
 
 // New returns Mandible's HTTP handler: /healthz, /readyz and /metrics open, /api/v1
 // behind a bearer token.
 func New(opts Options) http.Handler {
-	s := &server{db: opts.DB, logger: opts.Logger, maxBody: opts.MaxBodyBytes, heartbeatTimeout: opts.HeartbeatTimeout}
+	s := &server{db: opts.DB, logger: opts.Logger, maxBody: opts.MaxBodyBytes, heartbeatTimeout: opts.HeartbeatTimeout,
+		temporal: opts.Temporal, namespace: opts.Namespace, temporalUI: opts.TemporalUIURL}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
 	}
@@ -66,6 +76,12 @@ func New(opts Options) http.Handler {
 	api.HandleFunc("GET /api/v1/targets", s.listTargets)
 	api.HandleFunc("POST /api/v1/targets", s.registerTarget)
 	api.HandleFunc("DELETE /api/v1/targets/{name}", s.deregisterTarget)
+	if s.temporal != nil {
+		api.HandleFunc("POST /api/v1/deployments", s.createDeployment)
+		api.HandleFunc("POST /api/v1/deployments/{id}/cancel", s.cancelDeployment)
+	}
+	api.HandleFunc("GET /api/v1/deployments", s.listDeployments)
+	api.HandleFunc("GET /api/v1/deployments/{id}", s.getDeployment)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

@@ -1,0 +1,266 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// Error types of the deployment activities that retrying cannot fix.
+const (
+	InvalidSpec = "InvalidSpec"
+)
+
+// ResultsChannel is the notification channel of deployment results (migration 004).
+const ResultsChannel = "mantis_deployment_results"
+
+// deploymentNamespace derives deployment ids from workflow ids that are not
+// "deployment:<uuid>" (deployments started straight from a Temporal client).
+var deploymentNamespace = uuid.MustParse("6d616e74-6973-4000-8000-6465706c6f79")
+
+// DeploymentIDFor returns the deployment id of a workflow: the spec's when set, the
+// uuid in a "deployment:<uuid>" workflow id, or one derived from the workflow id.
+func DeploymentIDFor(workflowID string, s spec.Deployment) (uuid.UUID, error) {
+	if s.DeploymentID != "" {
+		id, err := uuid.Parse(s.DeploymentID)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("deployment_id: must be a UUID, got %q", s.DeploymentID)
+		}
+		return id, nil
+	}
+	if rest, ok := strings.CutPrefix(workflowID, "deployment:"); ok {
+		if id, err := uuid.Parse(rest); err == nil {
+			return id, nil
+		}
+	}
+	return uuid.NewSHA1(deploymentNamespace, []byte(workflowID)), nil
+}
+
+// StartDeploymentInput is the spec and the workflow running it.
+type StartDeploymentInput struct {
+	WorkflowID string          `json:"workflow_id"`
+	Spec       spec.Deployment `json:"spec"`
+}
+
+// StartDeploymentResult names the deployment and the targets it runs on.
+type StartDeploymentResult struct {
+	DeploymentID string   `json:"deployment_id"`
+	Targets      []string `json:"targets"`
+}
+
+// StartDeployment validates the spec, records the deployment (idempotently: a
+// deployment created by the API is found, one started from a Temporal client is
+// created), resolves its targets and marks it running.
+func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInput) (StartDeploymentResult, error) {
+	s := in.Spec.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
+	}
+	id, err := DeploymentIDFor(in.WorkflowID, s)
+	if err != nil {
+		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
+	}
+	raw, err := json.Marshal(in.Spec)
+	if err != nil {
+		return StartDeploymentResult{}, err
+	}
+	if _, _, err := schema.CreateDeployment(ctx, a.DB, schema.NewDeployment{
+		ID: id, Name: s.Name, Priority: s.Priority, Spec: raw, IdempotencyKey: s.IdempotencyKey, MaxParallel: s.MaxParallel,
+	}); err != nil {
+		return StartDeploymentResult{}, err
+	}
+	targets, err := schema.ResolveTargets(ctx, a.DB, s.Targets, s.TargetSelector)
+	var inputErr *schema.InputError
+	if errors.As(err, &inputErr) {
+		_, _ = schema.FinishDeployment(ctx, a.DB, id, schema.DeploymentFailed, inputErr.Error())
+		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), InvalidSpec, nil)
+	}
+	if err != nil {
+		return StartDeploymentResult{}, err
+	}
+	steps := make([]schema.StepRecord, len(s.Steps))
+	for i, st := range s.Steps {
+		steps[i] = schema.StepRecord{Name: st.Name, Command: st.Command, Timeout: st.TimeoutDuration(), ContinueOnError: st.ContinueOnError}
+	}
+	if err := schema.StartDeployment(ctx, a.DB, id, steps, targets); err != nil {
+		return StartDeploymentResult{}, err
+	}
+	return StartDeploymentResult{DeploymentID: id.String(), Targets: targets}, nil
+}
+
+// StepInput names a step of a deployment.
+type StepInput struct {
+	DeploymentID string `json:"deployment_id"`
+	Position     int    `json:"position"`
+}
+
+func (in StepInput) id() (uuid.UUID, error) {
+	id, err := uuid.Parse(in.DeploymentID)
+	if err != nil {
+		return uuid.Nil, temporal.NewNonRetryableApplicationError("deployment_id: must be a UUID", InvalidSpec, err)
+	}
+	return id, nil
+}
+
+// StartStepInput starts a step.
+type StartStepInput struct {
+	StepInput
+	Targets int `json:"targets"`
+}
+
+// StartStep marks a step running.
+func (a *Activities) StartStep(ctx context.Context, in StartStepInput) error {
+	id, err := in.id()
+	if err != nil {
+		return err
+	}
+	return schema.StartStep(ctx, a.DB, id, in.Position, in.Targets)
+}
+
+// EnqueueStepTargetsInput is a step's command for some of its targets.
+type EnqueueStepTargetsInput struct {
+	StepInput
+	Priority string    `json:"priority"`
+	Step     spec.Step `json:"step"`
+	Targets  []string  `json:"targets"`
+}
+
+// EnqueueStepTargets enqueues the step's dispatch requests for the targets in one
+// statement (idempotent).
+func (a *Activities) EnqueueStepTargets(ctx context.Context, in EnqueueStepTargetsInput) error {
+	id, err := in.id()
+	if err != nil {
+		return err
+	}
+	err = schema.EnqueueStepTargets(ctx, a.DB, id, in.Position, in.Priority, schema.NewStepCommand{
+		Command: in.Step.Command, Timeout: in.Step.TimeoutDuration(), Env: in.Step.Env, WorkingDir: in.Step.WorkingDir,
+	}, in.Targets)
+	var inputErr *schema.InputError
+	if errors.As(err, &inputErr) {
+		return temporal.NewNonRetryableApplicationError(inputErr.Error(), InvalidSpec, nil)
+	}
+	return err
+}
+
+// AwaitStepResultsInput names the targets of a step still waited for.
+type AwaitStepResultsInput struct {
+	StepInput
+	Waiting []string `json:"waiting"`
+	// MaxWait bounds the call; an empty answer means nothing ended meanwhile.
+	MaxWait time.Duration `json:"max_wait"`
+}
+
+// AwaitStepResultsResult lists the targets whose step ended.
+type AwaitStepResultsResult struct {
+	Results []schema.TargetResult `json:"results"`
+}
+
+// resultCoalesce is how long a waiter lingers after a first result so that results
+// arriving together reach the workflow as one batch.
+const resultCoalesce = 50 * time.Millisecond
+
+// AwaitStepResults waits, on the database, until at least one waited-for target's
+// step has ended, and returns every one that has: results reach the workflow in
+// batches, so a 1,000-target step costs a handful of history events per batch.
+func (a *Activities) AwaitStepResults(ctx context.Context, in AwaitStepResultsInput) (AwaitStepResultsResult, error) {
+	id, err := in.id()
+	if err != nil {
+		return AwaitStepResultsResult{}, err
+	}
+	maxWait := in.MaxWait
+	if maxWait <= 0 {
+		maxWait = 30 * time.Second
+	}
+	var wake <-chan struct{}
+	if a.Notifications != nil {
+		sub := a.Notifications.Subscribe(ResultsChannel, id.String())
+		defer sub.Close()
+		wake = sub.C
+	}
+	deadline := time.NewTimer(maxWait)
+	defer deadline.Stop()
+	for {
+		results, err := schema.StepResults(ctx, a.DB, id, in.Position, in.Waiting)
+		if err != nil {
+			return AwaitStepResultsResult{}, err
+		}
+		if len(results) > 0 {
+			if len(results) < len(in.Waiting) {
+				select {
+				case <-time.After(resultCoalesce):
+					if more, err := schema.StepResults(ctx, a.DB, id, in.Position, in.Waiting); err == nil {
+						results = more
+					}
+				case <-ctx.Done():
+				}
+			}
+			return AwaitStepResultsResult{Results: results}, nil
+		}
+		activity.RecordHeartbeat(ctx)
+		select {
+		case <-ctx.Done():
+			return AwaitStepResultsResult{}, ctx.Err()
+		case <-deadline.C:
+			return AwaitStepResultsResult{}, nil
+		case <-wake:
+		case <-time.After(2 * time.Second):
+			// A fallback re-read: a notification can be missed across a reconnect.
+		}
+	}
+}
+
+// FinishStepInput ends a step.
+type FinishStepInput struct {
+	StepInput
+	Status    string `json:"status"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	Skipped   int    `json:"skipped,omitempty"`
+}
+
+// FinishStep records a step's end.
+func (a *Activities) FinishStep(ctx context.Context, in FinishStepInput) error {
+	id, err := in.id()
+	if err != nil {
+		return err
+	}
+	return schema.FinishStep(ctx, a.DB, id, in.Position, in.Status, map[string]any{
+		"succeeded": in.Succeeded, "failed": in.Failed, "skipped": in.Skipped,
+	})
+}
+
+// FinishDeploymentInput ends a deployment.
+type FinishDeploymentInput struct {
+	DeploymentID string `json:"deployment_id"`
+	Status       string `json:"status"`
+	Reason       string `json:"reason,omitempty"`
+}
+
+// FinishDeployment records the deployment's end and returns its final state (a
+// deployment already failed by a dead Thorax stays failed).
+func (a *Activities) FinishDeployment(ctx context.Context, in FinishDeploymentInput) (string, error) {
+	id, err := StepInput{DeploymentID: in.DeploymentID}.id()
+	if err != nil {
+		return "", err
+	}
+	return schema.FinishDeployment(ctx, a.DB, id, in.Status, in.Reason)
+}
+
+// CancelDeploymentWork cancels what a cancelled deployment has not finished.
+func (a *Activities) CancelDeploymentWork(ctx context.Context, deploymentID string) (int, error) {
+	id, err := StepInput{DeploymentID: deploymentID}.id()
+	if err != nil {
+		return 0, err
+	}
+	return schema.CancelDeploymentWork(ctx, a.DB, id)
+}

@@ -1,0 +1,238 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// Deployment protocol names, as they appear in the Temporal Web UI.
+const (
+	// DeploymentWorkflowType is the registered type of a deployment.
+	DeploymentWorkflowType = "Deployment"
+	// DeploymentTaskQueue is the task queue every replica's deployment worker polls.
+	DeploymentTaskQueue = "mantis-deployments"
+)
+
+// DeploymentWorkflowID is the workflow id of a deployment.
+func DeploymentWorkflowID(id string) string { return "deployment:" + id }
+
+// Search attributes of deployments.
+var (
+	DeploymentIDSearchAttribute       = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentID")
+	DeploymentNameSearchAttribute     = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentName")
+	DeploymentStatusSearchAttribute   = temporal.NewSearchAttributeKeyKeyword("MantisStatus")
+	DeploymentPrioritySearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisPriority")
+)
+
+// DeploymentResult is how a deployment ended.
+type DeploymentResult struct {
+	DeploymentID string       `json:"deployment_id"`
+	Status       string       `json:"status"`
+	Steps        []StepResult `json:"steps"`
+}
+
+// StepResult summarises one step.
+type StepResult struct {
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+	Skipped   int    `json:"skipped"`
+	// FailedTargets names up to 20 targets the step failed on, with why.
+	FailedTargets []schema.TargetResult `json:"failed_targets,omitempty"`
+}
+
+// DeploymentFailed is the error type of a deployment that ran and failed.
+const DeploymentFailed = "DeploymentFailed"
+
+// awaitMaxWait bounds one AwaitStepResults call; the workflow simply calls again.
+const awaitMaxWait = 30 * time.Second
+
+// Deployment runs a deployment's steps in order. Its input is the plain JSON spec, so
+// any Temporal client can start one:
+//
+//	temporal workflow start --type Deployment --task-queue mantis-deployments --input '<spec>'
+//
+// For each step it enqueues the targets' dispatch requests (at most max_parallel at a
+// time) and waits for their results, which reach it in batches. A failed step stops
+// the deployment unless continue_on_error. Cancelling the workflow cancels what has
+// not finished and ends the deployment cancelled.
+func Deployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, error) {
+	logger := workflow.GetLogger(ctx)
+	var a *activities.Activities
+	retry := &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: []string{activities.InvalidSpec},
+	}
+	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry})
+
+	s := in.WithDefaults()
+	var started activities.StartDeploymentResult
+	if err := workflow.ExecuteActivity(
+		workflow.WithActivityOptions(short, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry,
+			Summary: fmt.Sprintf("record deployment %s and resolve its targets", s.Name)}),
+		a.StartDeployment, activities.StartDeploymentInput{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Spec: in},
+	).Get(ctx, &started); err != nil {
+		return DeploymentResult{}, err
+	}
+	result := DeploymentResult{DeploymentID: started.DeploymentID, Status: schema.DeploymentRunning}
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		DeploymentIDSearchAttribute.ValueSet(started.DeploymentID),
+		DeploymentNameSearchAttribute.ValueSet(s.Name),
+		DeploymentPrioritySearchAttribute.ValueSet(s.Priority),
+		DeploymentStatusSearchAttribute.ValueSet(schema.DeploymentRunning))
+
+	status, reason := schema.DeploymentSucceeded, ""
+	for i, step := range s.Steps {
+		sr, err := runStep(ctx, started, s, i, step)
+		result.Steps = append(result.Steps, sr)
+		if err != nil {
+			if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
+				status, reason = schema.DeploymentCancelled, "cancelled"
+			} else {
+				status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s: %v", step.Name, err)
+			}
+			break
+		}
+		if sr.Status == "failed" && !step.ContinueOnError {
+			status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s failed on %d of %d targets", step.Name, sr.Failed, sr.Succeeded+sr.Failed+sr.Skipped)
+			break
+		}
+	}
+
+	// Ending runs even when the workflow was cancelled.
+	endCtx, _ := workflow.NewDisconnectedContext(short)
+	if status == schema.DeploymentCancelled {
+		var n int
+		if err := workflow.ExecuteActivity(endCtx, a.CancelDeploymentWork, started.DeploymentID).Get(endCtx, &n); err != nil {
+			logger.Error("cancelling deployment work failed", "error", err)
+		}
+		if k := len(result.Steps); k > 0 {
+			result.Steps[k-1].Status = "cancelled"
+			_ = workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
+				StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: k - 1}, Status: "cancelled",
+				Succeeded: result.Steps[k-1].Succeeded, Failed: result.Steps[k-1].Failed}).Get(endCtx, nil)
+		}
+	}
+	// Steps that never ran are skipped.
+	for i := len(result.Steps); i < len(s.Steps); i++ {
+		result.Steps = append(result.Steps, StepResult{Name: s.Steps[i].Name, Status: "skipped", Skipped: len(started.Targets)})
+		_ = workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
+			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: "skipped", Skipped: len(started.Targets)}).Get(endCtx, nil)
+	}
+	var final string
+	if err := workflow.ExecuteActivity(endCtx, a.FinishDeployment, activities.FinishDeploymentInput{
+		DeploymentID: started.DeploymentID, Status: status, Reason: reason}).Get(endCtx, &final); err != nil {
+		return result, err
+	}
+	result.Status = final
+	_ = workflow.UpsertTypedSearchAttributes(endCtx, DeploymentStatusSearchAttribute.ValueSet(final))
+	switch final {
+	case schema.DeploymentSucceeded:
+		return result, nil
+	case schema.DeploymentCancelled:
+		return result, temporal.NewCanceledError(reason)
+	default:
+		if reason == "" {
+			reason = "the deployment failed"
+		}
+		return result, temporal.NewNonRetryableApplicationError(reason, DeploymentFailed, nil, result)
+	}
+}
+
+// runStep runs one step on every target, at most MaxParallel at a time, and returns
+// its summary. A failure on some target does not stop the targets already running,
+// but no further ones start unless the step continues on error.
+func runStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.Deployment, pos int, step spec.Step) (StepResult, error) {
+	var a *activities.Activities
+	sr := StepResult{Name: step.Name}
+	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		NonRetryableErrorTypes: []string{activities.InvalidSpec}}
+	opts := func(summary string) workflow.Context {
+		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry, Summary: summary})
+	}
+	stepIn := activities.StepInput{DeploymentID: d.DeploymentID, Position: pos}
+	targets := d.Targets
+	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("start step %d %s on %d targets", pos, step.Name, len(targets))),
+		a.StartStep, activities.StartStepInput{StepInput: stepIn, Targets: len(targets)}).Get(ctx, nil); err != nil {
+		return sr, err
+	}
+	window := len(targets)
+	if s.MaxParallel > 0 && s.MaxParallel < window {
+		window = s.MaxParallel
+	}
+	next := 0
+	waiting := map[string]bool{}
+	enqueue := func(n int) error {
+		batch := targets[next:min(next+n, len(targets))]
+		if len(batch) == 0 {
+			return nil
+		}
+		next += len(batch)
+		for _, t := range batch {
+			waiting[t] = true
+		}
+		return workflow.ExecuteActivity(opts(fmt.Sprintf("enqueue step %s for %d targets", step.Name, len(batch))),
+			a.EnqueueStepTargets, activities.EnqueueStepTargetsInput{StepInput: stepIn, Priority: s.Priority, Step: step, Targets: batch}).Get(ctx, nil)
+	}
+	if err := enqueue(window); err != nil {
+		return sr, err
+	}
+	for len(waiting) > 0 {
+		names := make([]string, 0, len(waiting))
+		for _, t := range targets { // in target order: deterministic
+			if waiting[t] {
+				names = append(names, t)
+			}
+		}
+		var got activities.AwaitStepResultsResult
+		awaitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: awaitMaxWait + 30*time.Second, HeartbeatTimeout: 10 * time.Second, RetryPolicy: retry,
+			Summary: fmt.Sprintf("await step %s: %d of %d targets running", step.Name, len(names), len(targets)),
+		})
+		if err := workflow.ExecuteActivity(awaitCtx, a.AwaitStepResults, activities.AwaitStepResultsInput{
+			StepInput: stepIn, Waiting: names, MaxWait: awaitMaxWait}).Get(ctx, &got); err != nil {
+			sr.Skipped = len(targets) - next
+			return sr, err
+		}
+		for _, r := range got.Results {
+			if !waiting[r.Target] {
+				continue
+			}
+			delete(waiting, r.Target)
+			if r.Status == "succeeded" {
+				sr.Succeeded++
+			} else {
+				sr.Failed++
+				if len(sr.FailedTargets) < 20 {
+					sr.FailedTargets = append(sr.FailedTargets, r)
+				}
+			}
+		}
+		if sr.Failed == 0 || step.ContinueOnError {
+			if err := enqueue(len(got.Results)); err != nil {
+				return sr, err
+			}
+		}
+	}
+	sr.Skipped = len(targets) - next
+	sr.Status = "succeeded"
+	if sr.Failed > 0 {
+		sr.Status = "failed"
+	}
+	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("finish step %s: %s", step.Name, sr.Status)), a.FinishStep, activities.FinishStepInput{
+		StepInput: stepIn, Status: sr.Status, Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(ctx, nil); err != nil {
+		return sr, err
+	}
+	return sr, nil
+}
