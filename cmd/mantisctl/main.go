@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,6 +21,9 @@ func main() {
 		if asExitCode(err, &exit) {
 			os.Exit(int(exit))
 		}
+		if errors.Is(err, errDeploymentNotSucceeded) {
+			os.Exit(1) // the summary said why
+		}
 		fmt.Fprintln(os.Stderr, "mantisctl:", err)
 		os.Exit(1)
 	}
@@ -34,6 +38,8 @@ func newRootCommand() *cobra.Command {
 	}
 	var flags clientFlags
 	flags.register(root)
-	root.AddCommand(newDevCommand(), newRequestsCommand(&flags), newTargetsCommand(&flags))
+	root.AddCommand(newDevCommand(), newRequestsCommand(&flags), newTargetsCommand(&flags),
+		newDeployCommand(&flags), newWatchCommand(&flags), newRunCommand(&flags), newGetCommand(&flags),
+		newListCommand(&flags), newCancelCommand(&flags))
 	return root
 }

@@ -45,21 +45,30 @@ func (e *Error) Error() string {
 
 // Do sends a JSON request and decodes a JSON answer into out (when not nil).
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
+	return c.DoRaw(ctx, method, path, "application/json", body, out)
+}
+
+// DoRaw sends body as it is, with its content type, and decodes a JSON answer into out.
+func (c *Client) DoRaw(ctx context.Context, method, path, contentType string, body []byte, out any) error {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, r)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {

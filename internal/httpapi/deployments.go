@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,8 +68,13 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
+	stored, err := json.Marshal(d) // YAML or JSON in, JSON stored
+	if err != nil {
+		writeServerError(w, r, s.logger, err)
+		return
+	}
 	id, created, err := schema.CreateDeployment(r.Context(), s.db, schema.NewDeployment{
-		ID: uuid.Must(uuid.NewV7()), Name: d.Name, Priority: d.Priority, Spec: body, IdempotencyKey: d.IdempotencyKey, MaxParallel: d.MaxParallel,
+		ID: uuid.Must(uuid.NewV7()), Name: d.Name, Priority: d.Priority, Spec: stored, IdempotencyKey: d.IdempotencyKey, MaxParallel: d.MaxParallel,
 	})
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
