@@ -67,7 +67,7 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 		Summary: "reclaim orphans, expire 24h-old requests, requeue undelivered commands"}
 
 	lastMaintenance := time.Time{}
-	for round := 0; round < rounds; round++ {
+	for round := 0; round < rounds && !historyLong(ctx); round++ {
 		if now := workflow.Now(ctx); now.Sub(lastMaintenance) >= in.PollInterval {
 			var m activities.MaintainDispatchQueueResult
 			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, maintainOpts), a.MaintainDispatchQueue,
@@ -119,6 +119,15 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 	// Buffered wake-ups are dropped: the next run claims first thing anyway.
 	drain(wake)
 	return workflow.NewContinueAsNewError(ctx, Dispatcher, in)
+}
+
+// historyLimitBytes continues a run as new well before Temporal's history limits,
+// whatever the batch sizes.
+const historyLimitBytes = 8 << 20
+
+func historyLong(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistorySize() > historyLimitBytes
 }
 
 // drain consumes buffered wake-ups: one round answers them all.
