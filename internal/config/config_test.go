@@ -107,7 +107,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 30*time.Second, m.Dispatch.PollInterval.Duration)
 	require.Equal(t, 300*time.Second, m.Dispatch.ProcessingTimeout.Duration)
 	require.Equal(t, 60*time.Second, m.Dispatch.DeliveryTimeout.Duration)
-	require.Equal(t, 100, m.Dispatch.BatchSize)
+	require.Equal(t, 500, m.Dispatch.BatchSize)
 	require.Equal(t, 15*time.Second, m.Thorax.HeartbeatTimeout.Duration)
 	require.Equal(t, int64(1<<20), m.HTTP.MaxBodyBytes)
 	require.Equal(t, "127.0.0.1:7233", m.Temporal.Address)

@@ -121,7 +121,7 @@ func DefaultMandible() Mandible {
 			PollInterval:      Duration{30 * time.Second},
 			ProcessingTimeout: Duration{300 * time.Second},
 			DeliveryTimeout:   Duration{60 * time.Second},
-			BatchSize:         100,
+			BatchSize:         500,
 		},
 		Thorax:   ThoraxHealth{HeartbeatTimeout: Duration{15 * time.Second}},
 		Analysis: Analysis{Timeout: Duration{10 * time.Second}},
