@@ -23,6 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/analysis"
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
@@ -216,6 +217,11 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
+	analyser := &analysis.Processor{DB: pool, Logger: logger, Refiner: analysis.NewRefiner(cfg.Analysis)}
+	g.Go(func() error { return analyser.Run(gctx, analysis.DefaultInterval) })
+	if cfg.Queue.Enabled {
+		g.Go(func() error { return analysis.Consume(gctx, cfg.Queue, analyser) })
+	}
 	g.Go(func() error {
 		logger.InfoContext(gctx, "serving HTTP", "addr", httpListener.Addr().String())
 		if err := httpServer.Serve(httpListener); !errors.Is(err, http.ErrServerClosed) {
