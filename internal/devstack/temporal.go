@@ -76,6 +76,9 @@ func (s *Stack) startTemporal(ctx context.Context, dir string, ports temporalPor
 		"--db-filename", filepath.Join(dir, "temporal.db"),
 		"--namespace", "default",
 		"--log-level", "warn",
+		// Activities scheduled on the worker's own task queue start without another poll
+		// round trip: the dispatcher's claim and delivery are such activities.
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
 	}
 	p, err := startProcess(s.logger, processSpec{
 		Name: "temporal", Path: bin, Args: args, Dir: dir,
