@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -77,12 +76,15 @@ func Deployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, err
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry})
 
 	s := in.WithDefaults()
+	// Recording the deployment finishes even if a cancel arrives meanwhile, so that a
+	// cancelled deployment is recorded as cancelled rather than left running.
+	startCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(short, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: retry,
+		Summary: fmt.Sprintf("record deployment %s and resolve its targets", s.Name)}))
 	var started activities.StartDeploymentResult
-	if err := workflow.ExecuteActivity(
-		workflow.WithActivityOptions(short, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry,
-			Summary: fmt.Sprintf("record deployment %s and resolve its targets", s.Name)}),
-		a.StartDeployment, activities.StartDeploymentInput{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Spec: in},
-	).Get(ctx, &started); err != nil {
+	if err := workflow.ExecuteActivity(startCtx, a.StartDeployment,
+		activities.StartDeploymentInput{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Spec: in},
+	).Get(startCtx, &started); err != nil {
 		return DeploymentResult{}, err
 	}
 	result := DeploymentResult{DeploymentID: started.DeploymentID, Status: schema.DeploymentRunning}
@@ -93,11 +95,17 @@ func Deployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, err
 		DeploymentStatusSearchAttribute.ValueSet(schema.DeploymentRunning))
 
 	status, reason := schema.DeploymentSucceeded, ""
+	var stepErr error
 	for i, step := range s.Steps {
+		if ctx.Err() != nil {
+			status, reason = schema.DeploymentCancelled, "cancelled"
+			break
+		}
 		sr, err := runStep(ctx, started, s, i, step)
 		result.Steps = append(result.Steps, sr)
 		if err != nil {
-			if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
+			stepErr = err
+			if temporal.IsCanceledError(err) || ctx.Err() != nil {
 				status, reason = schema.DeploymentCancelled, "cancelled"
 			} else {
 				status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s: %v", step.Name, err)
@@ -112,23 +120,35 @@ func Deployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, err
 
 	// Ending runs even when the workflow was cancelled.
 	endCtx, _ := workflow.NewDisconnectedContext(short)
-	if status == schema.DeploymentCancelled {
+	if stepErr != nil || status == schema.DeploymentCancelled {
+		// Stop what the interrupted step left outstanding.
 		var n int
 		if err := workflow.ExecuteActivity(endCtx, a.CancelDeploymentWork, started.DeploymentID).Get(endCtx, &n); err != nil {
 			logger.Error("cancelling deployment work failed", "error", err)
 		}
-		if k := len(result.Steps); k > 0 {
-			result.Steps[k-1].Status = "cancelled"
-			_ = workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-				StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: k - 1}, Status: "cancelled",
-				Succeeded: result.Steps[k-1].Succeeded, Failed: result.Steps[k-1].Failed}).Get(endCtx, nil)
+	}
+	if stepErr != nil {
+		k := len(result.Steps) - 1
+		end := "failed"
+		if status == schema.DeploymentCancelled {
+			end = "cancelled"
+		}
+		sr := &result.Steps[k]
+		sr.Status = end
+		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
+			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: k}, Status: end,
+			Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(endCtx, nil); err != nil {
+			logger.Error("finishing interrupted step failed", "step", sr.Name, "error", err)
 		}
 	}
 	// Steps that never ran are skipped.
 	for i := len(result.Steps); i < len(s.Steps); i++ {
 		result.Steps = append(result.Steps, StepResult{Name: s.Steps[i].Name, Status: "skipped", Skipped: len(started.Targets)})
-		_ = workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: "skipped", Skipped: len(started.Targets)}).Get(endCtx, nil)
+		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
+			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: "skipped",
+			Skipped: len(started.Targets)}).Get(endCtx, nil); err != nil {
+			logger.Error("skipping step failed", "step", s.Steps[i].Name, "error", err)
+		}
 	}
 	var final string
 	if err := workflow.ExecuteActivity(endCtx, a.FinishDeployment, activities.FinishDeploymentInput{
@@ -165,6 +185,7 @@ func runStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.De
 	targets := d.Targets
 	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("start step %d %s on %d targets", pos, step.Name, len(targets))),
 		a.StartStep, activities.StartStepInput{StepInput: stepIn, Targets: len(targets)}).Get(ctx, nil); err != nil {
+		sr.Skipped = len(targets)
 		return sr, err
 	}
 	window := len(targets)
@@ -186,6 +207,7 @@ func runStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.De
 			a.EnqueueStepTargets, activities.EnqueueStepTargetsInput{StepInput: stepIn, Priority: s.Priority, Step: step, Targets: batch}).Get(ctx, nil)
 	}
 	if err := enqueue(window); err != nil {
+		sr.Skipped = len(targets) - next
 		return sr, err
 	}
 	for len(waiting) > 0 {
@@ -205,11 +227,13 @@ func runStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.De
 			sr.Skipped = len(targets) - next
 			return sr, err
 		}
+		ended := 0
 		for _, r := range got.Results {
 			if !waiting[r.Target] {
 				continue
 			}
 			delete(waiting, r.Target)
+			ended++
 			if r.Status == "succeeded" {
 				sr.Succeeded++
 			} else {
@@ -220,7 +244,8 @@ func runStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.De
 			}
 		}
 		if sr.Failed == 0 || step.ContinueOnError {
-			if err := enqueue(len(got.Results)); err != nil {
+			if err := enqueue(ended); err != nil {
+				sr.Skipped = len(targets) - next
 				return sr, err
 			}
 		}

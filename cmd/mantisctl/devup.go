@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,26 +10,44 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/devstack"
+	"github.com/mantis-deploy/mantis/schema"
 )
 
-// Local stack addresses of `make run`.
+// Local stack addresses and names of `make run`.
 const (
 	devHTTPAddr = "127.0.0.1:8080"
 	devGRPCAddr = "127.0.0.1:9090"
+	// devThoraxAgentsAddr is where Thorax serves poll-mode agents.
+	devThoraxAgentsAddr = "127.0.0.1:9190"
+	// devListenAgentAddr is where the listen-mode agent serves Thorax.
+	devListenAgentAddr = "127.0.0.1:9191"
+	devThoraxName      = "thorax-1"
+	devPollTarget      = "agent-poll"
+	devListenTarget    = "agent-listen"
+	// devTierTimeout bounds each wait for the execution tier: Thorax registering,
+	// and each target reaching it. A previous run's instance may hold the listen
+	// target until Mandible's heartbeat timeout (15 s) declares it dead.
+	devTierTimeout = 60 * time.Second
 )
 
 func newDevUpCommand() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Set up and run the local stack until Ctrl-C: Temporal, PostgreSQL, RabbitMQ (TLS) and Mandible",
+		Short: "Set up and run the local stack until Ctrl-C: Temporal, PostgreSQL, RabbitMQ (TLS), Mandible, Thorax and two agents",
 		Long: `Install what is missing, then start and supervise the local stack with its data under
 --dir (reused on the next run): the Temporal dev server and Web UI, PostgreSQL on 5433,
-RabbitMQ with TLS only on 5671 (management over HTTPS on 15671), and Mandible (HTTP 8080,
-gRPC 9090). Writes <dir>/stack.env for scripts; Ctrl-C or SIGTERM stops everything.`,
+RabbitMQ with TLS only on 5671 (management over HTTPS on 15671), Mandible (HTTP 8080,
+gRPC 9090), Thorax (agents port 9190) and two agents registered as targets: agent-poll
+(poll mode) and agent-listen (listen mode on 9191). Every gRPC link uses mutual TLS with
+the dev certificates. Writes <dir>/stack.env for scripts; Ctrl-C or SIGTERM stops
+everything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return devUp(cmd.Context(), dir) },
 	}
@@ -77,15 +96,24 @@ func devUp(ctx context.Context, dir string) error {
 		return err
 	}
 
+	targets, err := startExecutionTier(ctx, stack, apiclient.New("http://"+devHTTPAddr, token))
+	if err != nil {
+		return err
+	}
+
 	envPath := filepath.Join(stack.Dir(), "stack.env")
 	if err := stack.WriteEnv(envPath, map[string]string{
-		"MANTIS_API_URL":   "http://" + devHTTPAddr,
-		"MANTIS_API_TOKEN": token,
-		"MANTIS_GRPC_ADDR": devGRPCAddr,
+		"MANTIS_API_URL":            "http://" + devHTTPAddr,
+		"MANTIS_API_TOKEN":          token,
+		"MANTIS_GRPC_ADDR":          devGRPCAddr,
+		"MANTIS_THORAX_AGENTS_ADDR": devThoraxAgentsAddr,
+		"MANTIS_AGENT_LISTEN_ADDR":  devListenAgentAddr,
+		"MANTIS_TARGET_POLL":        devPollTarget,
+		"MANTIS_TARGET_LISTEN":      devListenTarget,
 	}); err != nil {
 		return err
 	}
-	printSummary(stack, envPath)
+	printSummary(stack, envPath, targets)
 
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -151,21 +179,233 @@ client_key_path = %q
 		devGRPCAddr, stack.Certs.CACert(), mandibleCert, mandibleKey,
 		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["RABBITMQ_USER"], e["RABBITMQ_PASSWORD"], e["MANTIS_AMQP_VHOST"],
 		stack.Certs.CACert(), e["MANTIS_CLIENT_CERT"], e["MANTIS_CLIENT_KEY"])
+	return writeConfig(stack, "mandible.toml", conf)
+}
+
+// startExecutionTier starts Thorax and the two agents, waits until Thorax has
+// registered with Mandible, registers the listen-mode target through the API so that
+// it is pinned to this Thorax, and waits until Thorax's heartbeat has registered the
+// poll-mode target. It returns both targets.
+func startExecutionTier(ctx context.Context, stack *devstack.Stack, api *apiclient.Client) ([]schema.Target, error) {
+	logger := stack.Logger()
+	db, err := pgx.Connect(ctx, stack.Env["DATABASE_URL"])
+	if err != nil {
+		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	// Instances registered from now on are this run's; the database's clock decides.
+	var since time.Time
+	if err := db.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
+		return nil, fmt.Errorf("reading the database clock: %w", err)
+	}
+
+	thoraxBin, err := siblingBinary("thorax")
+	if err != nil {
+		return nil, err
+	}
+	agentBin, err := siblingBinary("agent")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []struct{ name, bin, conf string }{
+		{"thorax", thoraxBin, thoraxConfig(stack)},
+		{devListenTarget, agentBin, listenAgentConfig(stack)},
+		{devPollTarget, agentBin, pollAgentConfig(stack)},
+	} {
+		path, err := writeConfig(stack, p.name+".toml", p.conf)
+		if err != nil {
+			return nil, err
+		}
+		if err := stack.Spawn(p.name, p.bin, []string{"--config", path}, nil); err != nil {
+			return nil, err
+		}
+	}
+
+	var instance uuid.UUID
+	err = waitTier(ctx, stack, "thorax registering with mandible", func(ctx context.Context) (bool, error) {
+		err := db.QueryRow(ctx, `
+			SELECT id FROM thorax_instances
+			WHERE name = $1 AND status = 'live' AND registered_at >= $2
+			ORDER BY registered_at DESC LIMIT 1`, devThoraxName, since).Scan(&instance)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("thorax registered", "instance_id", instance)
+
+	var listen, poll schema.Target
+	err = waitTier(ctx, stack, "the listen-mode target pinned to thorax", func(ctx context.Context) (bool, error) {
+		// Registering again is an update: Mandible keeps a live assignment and otherwise
+		// pins the target to the live instance with the fewest targets.
+		t, err := api.RegisterTarget(ctx, apiclient.TargetSpec{
+			Name: devListenTarget, Mode: schema.ModeListen, Address: devListenAgentAddr,
+			Labels: map[string]string{"stack": "local"},
+		})
+		if err != nil {
+			return false, err
+		}
+		listen = t
+		return t.AssignedInstanceID != nil && *t.AssignedInstanceID == instance, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = waitTier(ctx, stack, "the poll-mode agent reaching thorax", func(ctx context.Context) (bool, error) {
+		targets, err := api.ListTargets(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, t := range targets {
+			if t.Name == devPollTarget && t.AssignedInstanceID != nil && *t.AssignedInstanceID == instance {
+				poll = t
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []schema.Target{poll, listen}, nil
+}
+
+// waitTier polls check until it holds, a process of the stack exits, or devTierTimeout
+// passes. Errors of check are retried; the last one is reported on timeout.
+func waitTier(parent context.Context, stack *devstack.Stack, what string, check func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(parent, devTierTimeout)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		if name := stack.Exited(); name != "" {
+			return fmt.Errorf("waiting for %s: %s exited; see %s", what, name, stack.LogPath(name))
+		}
+		ok, err := check(ctx)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				return parent.Err() // stopped (Ctrl-C) while starting
+			}
+			if last != nil {
+				return fmt.Errorf("waiting for %s: not done after %s: %w", what, devTierTimeout, last)
+			}
+			return fmt.Errorf("waiting for %s: not done after %s; see the logs in %s", what, devTierTimeout, filepath.Join(stack.Dir(), "logs"))
+		case <-tick.C:
+		}
+	}
+}
+
+// thoraxConfig is thorax.toml for the local stack: Mandible over mTLS, the broker of
+// the stack, a short polling tick, and the agents port with the same dev CA.
+func thoraxConfig(stack *devstack.Stack) string {
+	e := stack.Env
+	ca := stack.Certs.CACert()
+	cert, key := stack.Certs.Pair("thorax")
+	return fmt.Sprintf(`# Written by mantisctl dev up for the local stack.
+name = %q
+
+[mandible]
+address = %q
+ca_cert_path = %q
+cert_path = %q
+key_path = %q
+
+[queue]
+enabled = true
+host = %q
+port = %s
+username = %q
+password = %q
+vhost = %q
+ca_cert_path = %q
+client_cert_path = %q
+client_key_path = %q
+prefetch_count = 10
+
+[polling]
+interval = "2s"
+
+[agents]
+listen = %q
+ca_cert_path = %q
+cert_path = %q
+key_path = %q
+
+[drain]
+timeout = "10s"
+`, devThoraxName, devGRPCAddr, ca, cert, key,
+		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["RABBITMQ_USER"], e["RABBITMQ_PASSWORD"], e["MANTIS_AMQP_VHOST"],
+		ca, e["MANTIS_CLIENT_CERT"], e["MANTIS_CLIENT_KEY"],
+		devThoraxAgentsAddr, ca, cert, key)
+}
+
+// pollAgentConfig is the configuration of agent-poll, which calls Thorax's agents port.
+func pollAgentConfig(stack *devstack.Stack) string {
+	cert, key := stack.Certs.Pair("agent")
+	return fmt.Sprintf(`# Written by mantisctl dev up for the local stack.
+name = %q
+mode = "poll"
+
+[thorax]
+address = %q
+ca_cert_path = %q
+cert_path = %q
+key_path = %q
+`, devPollTarget, devThoraxAgentsAddr, stack.Certs.CACert(), cert, key)
+}
+
+// listenAgentConfig is the configuration of agent-listen, which serves Thorax alone.
+func listenAgentConfig(stack *devstack.Stack) string {
+	cert, key := stack.Certs.Pair("agent")
+	return fmt.Sprintf(`# Written by mantisctl dev up for the local stack.
+name = %q
+mode = "listen"
+
+[listen]
+address = %q
+ca_cert_path = %q
+cert_path = %q
+key_path = %q
+allowed_client_names = ["thorax"]
+`, devListenTarget, devListenAgentAddr, stack.Certs.CACert(), cert, key)
+}
+
+// writeConfig writes a process's configuration under <dir>/config; it holds secrets.
+func writeConfig(stack *devstack.Stack, name, content string) (string, error) {
 	dir := filepath.Join(stack.Dir(), "config")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "mandible.toml")
-	return path, os.WriteFile(path, []byte(conf), 0o600)
+	path := filepath.Join(dir, name)
+	return path, os.WriteFile(path, []byte(content), 0o600)
 }
 
-func printSummary(stack *devstack.Stack, envPath string) {
+func printSummary(stack *devstack.Stack, envPath string, targets []schema.Target) {
 	e := stack.Env
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nMantis local stack is up.")
 	fmt.Fprintf(w, "  Mandible API\thttp://%s  (token: %s)\n", devHTTPAddr, "$MANTIS_API_TOKEN")
 	fmt.Fprintf(w, "  Mandible gRPC\t%s  (mTLS, CA %s)\n", devGRPCAddr, e["MANTIS_CA_CERT"])
+	fmt.Fprintf(w, "  Thorax\t%s, agents port %s  (mTLS)\n", devThoraxName, devThoraxAgentsAddr)
+	for _, t := range targets {
+		where := "polls Thorax"
+		if t.Address != nil {
+			where = "serves Thorax on " + *t.Address
+		}
+		fmt.Fprintf(w, "  Target %s\t%s mode, %s, assigned to Thorax instance %s\n", t.Name, t.Mode, where, t.AssignedInstanceID)
+	}
 	fmt.Fprintf(w, "  Temporal\t%s  namespace %s\n", e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"])
 	fmt.Fprintf(w, "  Temporal Web UI\t%s\n", e["TEMPORAL_UI_URL"])
 	fmt.Fprintf(w, "  PostgreSQL\t%s\n", e["DATABASE_URL"])
