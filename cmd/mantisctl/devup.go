@@ -114,6 +114,7 @@ func devUp(ctx context.Context, dir string) error {
 		return err
 	}
 	printSummary(stack, envPath, targets)
+	submitSample(ctx, apiclient.New("http://"+devHTTPAddr, token), stack.Env["TEMPORAL_UI_URL"])
 
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
@@ -154,6 +155,7 @@ url = %q
 [temporal]
 address = %q
 namespace = %q
+ui_url = %q
 
 [http]
 listen = %q
@@ -175,7 +177,7 @@ vhost = %q
 ca_cert_path = %q
 client_cert_path = %q
 client_key_path = %q
-`, e["DATABASE_URL"], e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"], devHTTPAddr, token,
+`, e["DATABASE_URL"], e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"], e["TEMPORAL_UI_URL"], devHTTPAddr, token,
 		devGRPCAddr, stack.Certs.CACert(), mandibleCert, mandibleKey,
 		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["RABBITMQ_USER"], e["RABBITMQ_PASSWORD"], e["MANTIS_AMQP_VHOST"],
 		stack.Certs.CACert(), e["MANTIS_CLIENT_CERT"], e["MANTIS_CLIENT_KEY"])
@@ -416,4 +418,35 @@ func printSummary(stack *devstack.Stack, envPath string, targets []schema.Target
 	fmt.Fprintln(w, "  Stop:\tCtrl-C (or SIGTERM); data is kept for the next run.")
 	w.Flush()
 	fmt.Println(b.String())
+}
+
+// sampleDeployment is the three-step deployment make run submits to the two local
+// agents, so there is something to watch at once.
+const sampleDeployment = `name: sample-release
+priority: normal
+targets: [` + devPollTarget + `, ` + devListenTarget + `]
+steps:
+  - name: preflight
+    command: uname -a && df -h . | tail -1
+    timeout: 30s
+  - name: install
+    command: echo "installing release on $(hostname)" && sleep 1
+    timeout: 1m
+  - name: verify
+    command: echo "release verified"
+    timeout: 30s
+`
+
+// submitSample submits the sample deployment and says how to follow it. A failure is
+// reported, not fatal: the stack is up either way.
+func submitSample(ctx context.Context, api *apiclient.Client, temporalUI string) {
+	created, err := api.CreateDeployment(ctx, []byte(sampleDeployment))
+	if err != nil {
+		fmt.Printf("  Sample deployment could not be submitted: %v\n", err)
+		return
+	}
+	fmt.Printf("Submitted a sample three-step deployment to %s and %s:\n", devPollTarget, devListenTarget)
+	fmt.Printf("  watch it:     source .mantis/stack.env && bin/mantisctl watch %s\n", created.ID)
+	fmt.Printf("  in Temporal:  %s/namespaces/default/workflows/deployment:%s\n", temporalUI, created.ID)
+	fmt.Printf("  all of them:  %s/namespaces/default/workflows?query=WorkflowType%%3D%%22Deployment%%22\n\n", temporalUI)
 }

@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,4 +80,13 @@ func TestParseRefusesUnknownFieldsAndEmptySpecs(t *testing.T) {
 	require.ErrorContains(t, err, "not valid YAML or JSON")
 	_, err = spec.Parse([]byte(`{"name":"x","targets":"a","steps":[]}`))
 	require.ErrorContains(t, err, "targets")
+}
+
+func TestShippedExampleSpecsParse(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../deploy/examples/release.yaml")
+	require.NoError(t, err)
+	d, err := spec.Parse(b)
+	require.NoError(t, err)
+	require.Len(t, d.Steps, 3)
 }
