@@ -52,12 +52,12 @@ func StartReplicaWorker(c client.Client, replica string, acts *activities.Activi
 
 // StartDeploymentWorker starts the worker every replica runs on the shared deployment
 // task queue: Deployment workflows and their activities, on whichever replica is free.
-func StartDeploymentWorker(c client.Client, acts *activities.Activities) (worker.Worker, error) {
-	w := worker.New(c, workflows.DeploymentTaskQueue, worker.Options{})
+func StartDeploymentWorker(c client.Client, queue string, acts *activities.Activities) (worker.Worker, error) {
+	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.Deployment, workflow.RegisterOptions{Name: workflows.DeploymentWorkflowType})
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("starting Temporal worker on %s: %w", workflows.DeploymentTaskQueue, err)
+		return nil, fmt.Errorf("starting Temporal worker on %s: %w", queue, err)
 	}
 	return w, nil
 }

@@ -16,8 +16,9 @@ import (
 const (
 	// DeploymentWorkflowType is the registered type of a deployment.
 	DeploymentWorkflowType = "Deployment"
-	// DeploymentTaskQueue is the task queue every replica's deployment worker polls.
-	DeploymentTaskQueue = "mantis-deployments"
+	// DefaultDeploymentTaskQueue is the task queue every replica's deployment worker
+	// polls unless [temporal] deployment_task_queue says otherwise.
+	DefaultDeploymentTaskQueue = "mantis-deployments"
 )
 
 // DeploymentWorkflowID is the workflow id of a deployment.

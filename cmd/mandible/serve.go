@@ -164,7 +164,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		return err
 	}
 	defer w.Stop()
-	dw, err := workers.StartDeploymentWorker(temporal, acts)
+	dw, err := workers.StartDeploymentWorker(temporal, cfg.Temporal.DeploymentTaskQueue, acts)
 	if err != nil {
 		return err
 	}
@@ -203,6 +203,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			Temporal:         temporal,
 			Namespace:        cfg.Temporal.Namespace,
 			TemporalUIURL:    cfg.Temporal.UIURL,
+			DeploymentQueue:  cfg.Temporal.DeploymentTaskQueue,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

@@ -45,6 +45,9 @@ type Temporal struct {
 	Namespace string `toml:"namespace"`
 	// UIURL, when set, is the Temporal Web UI that deployment answers link to.
 	UIURL string `toml:"ui_url"`
+	// DeploymentTaskQueue is the task queue every replica's deployment worker polls
+	// (default mantis-deployments). Installations sharing a namespace need their own.
+	DeploymentTaskQueue string `toml:"deployment_task_queue"`
 }
 
 // HTTP is the JSON API and SSE server.
@@ -113,7 +116,7 @@ func DefaultMandible() Mandible {
 		ReplicaID: defaultReplicaID(),
 		Log:       defaultLog(),
 		Database:  Database{MaxConns: 10},
-		Temporal:  Temporal{Address: "127.0.0.1:7233", Namespace: "default"},
+		Temporal:  Temporal{Address: "127.0.0.1:7233", Namespace: "default", DeploymentTaskQueue: "mantis-deployments"},
 		HTTP:      HTTP{Listen: "127.0.0.1:8080", MaxBodyBytes: 1 << 20},
 		GRPC:      Listener{Listen: "127.0.0.1:9090"},
 		Queue:     defaultQueue(),
@@ -169,6 +172,7 @@ func (c Mandible) Validate() error {
 
 	p.dialAddress("temporal.address", c.Temporal.Address)
 	p.required("temporal.namespace", c.Temporal.Namespace, "required")
+	p.required("temporal.deployment_task_queue", c.Temporal.DeploymentTaskQueue, "required")
 
 	p.listenAddress("http.listen", c.HTTP.Listen)
 	if len(c.HTTP.Tokens) == 0 {

@@ -39,6 +39,9 @@ func findTemporal() (string, error) {
 	return "", fmt.Errorf("temporal CLI: %w", errNotFound)
 }
 
+// TemporalCLI is the path of the temporal CLI the stack runs.
+func TemporalCLI() (string, error) { return findTemporal() }
+
 // goBinDirs lists where `go install` puts binaries.
 func goBinDirs() []string {
 	var dirs []string

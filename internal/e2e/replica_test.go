@@ -101,6 +101,7 @@ max_conns = 8
 [temporal]
 address = %q
 namespace = %q
+deployment_task_queue = "deployments-%s"
 [http]
 listen = "127.0.0.1:%d"
 tokens = [%q]
@@ -114,7 +115,7 @@ delivery_timeout = %q
 batch_size = %d
 [thorax]
 heartbeat_timeout = "1h"
-`, o.ID, o.DatabaseURL, o.Temporal.Address, o.Temporal.Namespace, httpPort, apiToken, grpcPort,
+`, o.ID, o.DatabaseURL, o.Temporal.Address, o.Temporal.Namespace, o.ID, httpPort, apiToken, grpcPort,
 		o.PollInterval, o.ProcessingTimeout, o.DeliveryTimeout, o.BatchSize)
 	if b := o.Broker; b != nil {
 		conf += fmt.Sprintf(`[queue]

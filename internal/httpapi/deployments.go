@@ -85,7 +85,7 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 	// the row and the workflow is completed by its retry.
 	_, err = s.temporal.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{
 		ID:                       workflows.DeploymentWorkflowID(id.String()),
-		TaskQueue:                workflows.DeploymentTaskQueue,
+		TaskQueue:                s.deploymentQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:            fmt.Sprintf("Deployment %s (%s priority)", d.Name, d.Priority),

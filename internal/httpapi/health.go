@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
+
+	"github.com/mantis-deploy/mantis/workflows"
 )
 
 // Check reports whether one dependency is reachable; nil means ready.
@@ -38,6 +40,8 @@ type Options struct {
 	Namespace string
 	// TemporalUIURL, when set, adds Web UI links to deployment answers.
 	TemporalUIURL string
+	// DeploymentQueue is the task queue deployments start on.
+	DeploymentQueue string
 }
 
 type server struct {
@@ -48,13 +52,17 @@ type server struct {
 	temporal         client.Client
 	namespace        string
 	temporalUI       string
+	deploymentQueue  string
 }
 
 // New returns Mandible's HTTP handler: /healthz, /readyz and /metrics open, /api/v1
 // behind a bearer token.
 func New(opts Options) http.Handler {
 	s := &server{db: opts.DB, logger: opts.Logger, maxBody: opts.MaxBodyBytes, heartbeatTimeout: opts.HeartbeatTimeout,
-		temporal: opts.Temporal, namespace: opts.Namespace, temporalUI: opts.TemporalUIURL}
+		temporal: opts.Temporal, namespace: opts.Namespace, temporalUI: opts.TemporalUIURL, deploymentQueue: opts.DeploymentQueue}
+	if s.deploymentQueue == "" {
+		s.deploymentQueue = workflows.DefaultDeploymentTaskQueue
+	}
 	if s.maxBody <= 0 {
 		s.maxBody = 1 << 20
 	}
