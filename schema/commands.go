@@ -176,7 +176,7 @@ type StoredResult struct {
 // StoreCommandResult records the result of a command held by instance at epoch. A
 // writer that no longer holds the command gets ErrNotHeld; an unknown command,
 // ErrNotFound. Storing the same result twice (a retried call) is accepted once.
-func StoreCommandResult(ctx context.Context, db TxBeginner, instance, command uuid.UUID, epoch int64, r CommandResult) (StoredResult, error) {
+func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, r CommandResult) (StoredResult, error) {
 	status := "failed"
 	if r.Succeeded() {
 		status = "succeeded"
@@ -192,23 +192,35 @@ func StoreCommandResult(ctx context.Context, db TxBeginner, instance, command uu
 	if errText != "" {
 		errPtr = &errText
 	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return StoredResult{}, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var (
 		out  = StoredResult{CommandID: command, Status: status}
 		step *int32
 	)
-	err = tx.QueryRow(ctx, `
-		UPDATE command_queue c
-		SET status = $4, exit_code = $5, output = $6, output_truncated = $7, error = $8,
-		    started_at = $9, finished_at = $10
-		FROM targets t
-		WHERE c.id = $1 AND c.holder_instance_id = $2 AND c.lease_epoch = $3 AND c.status = 'running' AND t.id = c.target_id
-		RETURNING c.deployment_id, c.step_position, t.name`,
-		command, instance, epoch, status, r.ExitCode, r.Output, r.OutputTruncated, errPtr, nullTime(r.StartedAt), nullTime(r.FinishedAt)).
+	// One statement, one round trip: the result, its target event and the analysis
+	// request commit together.
+	err := db.QueryRow(ctx, `
+		WITH stored AS (
+		    UPDATE command_queue c
+		    SET status = $4, exit_code = $5, output = $6, output_truncated = $7, error = $8,
+		        started_at = $9, finished_at = $10
+		    FROM targets t
+		    WHERE c.id = $1 AND c.holder_instance_id = $2 AND c.lease_epoch = $3 AND c.status = 'running' AND t.id = c.target_id
+		    RETURNING c.id, c.deployment_id, c.step_position, t.name
+		), event AS (
+		    INSERT INTO deployment_events (deployment_id, type, data)
+		    SELECT s.deployment_id, 'target.' || $4,
+		           jsonb_build_object('step_position', s.step_position, 'target', s.name, 'command_id', s.id,
+		                              'exit_code', $5::int, 'output_tail', $11::text, 'output_truncated', $7::bool)
+		           || CASE WHEN $8::text IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('error', $8::text) END
+		    FROM stored s WHERE s.deployment_id IS NOT NULL
+		), analysis AS (
+		    INSERT INTO analyses (command_id, source, input)
+		    SELECT s.id, 'internal', right($12, 65536) FROM stored s WHERE $4 = 'failed'
+		    ON CONFLICT (command_id) DO NOTHING
+		)
+		SELECT deployment_id, step_position, name FROM stored`,
+		command, instance, epoch, status, r.ExitCode, r.Output, r.OutputTruncated, errPtr, nullTime(r.StartedAt), nullTime(r.FinishedAt),
+		tailOf(r.Output, outputTailBytes), r.Output+"\n"+errText).
 		Scan(&out.DeploymentID, &step, &out.Target)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var (
@@ -216,7 +228,7 @@ func StoreCommandResult(ctx context.Context, db TxBeginner, instance, command uu
 			cur    int64
 			st     string
 		)
-		err := tx.QueryRow(ctx, `SELECT holder_instance_id, lease_epoch, status FROM command_queue WHERE id = $1`, command).Scan(&holder, &cur, &st)
+		err := db.QueryRow(ctx, `SELECT holder_instance_id, lease_epoch, status FROM command_queue WHERE id = $1`, command).Scan(&holder, &cur, &st)
 		if err != nil {
 			return StoredResult{}, notFound(err)
 		}
@@ -232,28 +244,6 @@ func StoreCommandResult(ctx context.Context, db TxBeginner, instance, command uu
 	if step != nil {
 		s := int(*step)
 		out.StepPosition = &s
-	}
-	if out.DeploymentID != nil {
-		data := map[string]any{
-			"step_position": out.StepPosition, "target": out.Target, "command_id": command,
-			"exit_code": r.ExitCode, "output_tail": tailOf(r.Output, outputTailBytes), "output_truncated": r.OutputTruncated,
-		}
-		if errText != "" {
-			data["error"] = errText
-		}
-		if err := InsertEvent(ctx, tx, out.DeploymentID, "target."+status, data); err != nil {
-			return StoredResult{}, err
-		}
-	}
-	if out.Status == "failed" {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO analyses (command_id, source, input) VALUES ($1, 'internal', right($2, 65536))
-			ON CONFLICT (command_id) DO NOTHING`, command, r.Output+"\n"+errText); err != nil {
-			return StoredResult{}, fmt.Errorf("queueing analysis of %s: %w", command, err)
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return StoredResult{}, err
 	}
 	return out, nil
 }
