@@ -147,11 +147,13 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			return err
 		},
 	}
+	var dlq httpapi.DLQ // stays nil without a broker
 	if cfg.Queue.Enabled {
 		b := broker.NewClient(cfg.Queue, "mandible "+cfg.ReplicaID, logger)
 		defer b.Close()
 		acts.Broker = b
 		checks["broker"] = b.Ping
+		dlq = broker.NewDLQ(cfg.Queue, "mandible "+cfg.ReplicaID+" dlq")
 	} else {
 		logger.WarnContext(ctx, "running without a broker ([queue] enabled = false): Thorax finds commands by polling")
 	}
@@ -200,6 +202,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			MaxBodyBytes:     cfg.HTTP.MaxBodyBytes,
 			HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 			Checks:           checks,
+			DLQ:              dlq,
 			Temporal:         temporal,
 			Namespace:        cfg.Temporal.Namespace,
 			TemporalUIURL:    cfg.Temporal.UIURL,

@@ -40,9 +40,11 @@ func newRootCommand() *cobra.Command {
 		Short: "Mantis execution tier: claims commands from Mandible and hands them to agents",
 		Long: `Thorax registers with Mandible, claims commands over gRPC (on its polling tick),
 hands them to agents (poll mode: agents long-poll Thorax; listen mode: Thorax calls
-the agent) and stores each result in Mandible. SIGTERM drains: Thorax stops
-claiming, hands back what no agent took, waits for running commands (bounded by
-drain.timeout) and exits 0.
+the agent) and stores each result in Mandible. With [queue] enabled it also consumes
+RabbitMQ's three priority queues and claims each nudged command at once, high before
+normal before low; while the broker is unreachable it polls at
+polling.fallback_interval instead. SIGTERM drains: Thorax stops claiming, hands back
+what no agent took, waits for running commands (bounded by drain.timeout) and exits 0.
 
 Configuration comes from --config (TOML), then MANTIS_* environment variables
 (MANTIS_<SECTION>_<KEY>, e.g. MANTIS_QUEUE_PREFETCH_COUNT).`,

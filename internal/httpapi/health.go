@@ -35,6 +35,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// HeartbeatTimeout decides which Thorax instances count as live.
 	HeartbeatTimeout time.Duration
+	// DLQ serves /api/v1/dlq (list, requeue, purge); nil when Mandible runs
+	// without a broker, and those routes then answer 503.
+	DLQ DLQ
 	// Temporal starts and cancels deployment workflows.
 	Temporal  client.Client
 	Namespace string
@@ -84,6 +87,7 @@ func New(opts Options) http.Handler {
 	api.HandleFunc("GET /api/v1/targets", s.listTargets)
 	api.HandleFunc("POST /api/v1/targets", s.registerTarget)
 	api.HandleFunc("DELETE /api/v1/targets/{name}", s.deregisterTarget)
+	s.routeDLQ(api, opts.DLQ)
 	if s.temporal != nil {
 		api.HandleFunc("POST /api/v1/deployments", s.createDeployment)
 		api.HandleFunc("POST /api/v1/deployments/{id}/cancel", s.cancelDeployment)

@@ -18,8 +18,8 @@ import (
 
 // Step is one ordered step: a command run on every target.
 type Step struct {
-	Name    string   `json:"name"`
-	Command string   `json:"command"`
+	Name    string `json:"name"`
+	Command string `json:"command"`
 	// Timeout is a duration such as "90s" or "5m" (default 10m).
 	Timeout string `json:"timeout,omitempty"`
 	// ContinueOnError lets the deployment go on when the step fails on some target.

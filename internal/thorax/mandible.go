@@ -29,7 +29,7 @@ func (t *Thorax) register(ctx context.Context) error {
 		cancel()
 		if err == nil && resp.GetInstanceId() != "" {
 			t.mu.Lock()
-			t.instanceID = resp.GetInstanceId()
+			t.setInstanceIDLocked(resp.GetInstanceId())
 			t.mu.Unlock()
 			timeout := resp.GetHeartbeatTimeout().AsDuration()
 			t.logger.InfoContext(ctx, "registered with mandible",
@@ -120,7 +120,7 @@ func (t *Thorax) reregister(ctx context.Context, deadID string) {
 		t.mu.Unlock()
 		return // already replaced
 	}
-	t.instanceID = ""
+	t.setInstanceIDLocked("")
 	t.mu.Unlock()
 	dropped := t.book.forsake(deadID)
 	if t.book.isDraining() || ctx.Err() != nil {

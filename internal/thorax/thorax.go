@@ -5,9 +5,10 @@
 // has no database connection: Mandible owns every row, and Thorax only holds
 // leases on commands.
 //
-// The broker consumers of the priority queues plug in through FetchNow (claim
-// the commands a nudge names, at once) and SetBrokerHealthy (switch the polling
-// tick between polling.interval and polling.fallback_interval).
+// With [queue] enabled, broker consumers of the three priority queues claim
+// each nudged command at once through FetchNow, high before normal before low,
+// and switch the polling tick (SetBrokerHealthy) between polling.interval while
+// they run and polling.fallback_interval while the broker is unreachable.
 package thorax
 
 import (
@@ -89,6 +90,7 @@ type Thorax struct {
 	mu            sync.Mutex
 	mandible      mantisv1.MandibleServiceClient
 	instanceID    string
+	idChanged     chan struct{} // closed (and replaced) when instanceID changes
 	listenTargets []string
 	brokerHealthy bool
 	agentsAddr    string
@@ -125,6 +127,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		intervalChanged: make(chan struct{}, 1),
 		beat:            make(chan struct{}, 1),
 		dead:            make(chan string, 1),
+		idChanged:       make(chan struct{}),
 		resultGrace:     resultGrace,
 		untimedLimit:    untimedLimit,
 		pollWindowFloor: pollWindowFloor,
@@ -154,6 +157,12 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		}
 		t.agentCreds = credentials.NewTLS(client)
 		t.serverOpts = append(t.serverOpts, grpc.Creds(credentials.NewTLS(server)))
+	}
+	if cfg.Queue.Enabled {
+		q := cfg.Queue
+		if _, err := tlsconf.Client(tlsconf.Files{CA: q.CACertPath, Cert: q.ClientCertPath, Key: q.ClientKeyPath}, q.Host); err != nil {
+			return nil, fmt.Errorf("queue TLS: %w", err)
+		}
 	}
 	t.agents = newAgentConns(t.agentCreds)
 	return t, nil
@@ -276,6 +285,9 @@ func (t *Thorax) Run(ctx context.Context) error {
 	beating.Go(func() { t.heartbeatLoop(heartbeats, serving) })
 	loops.Go(func() { t.fetchLoop(serving) })
 	loops.Go(func() { t.sweepLoop(serving, work) })
+	if t.cfg.Queue.Enabled {
+		loops.Go(func() { t.consume(serving) })
+	}
 	for range t.cfg.Agents.MaxConcurrentCalls {
 		workers.Go(func() { t.listenWorker(work) })
 	}

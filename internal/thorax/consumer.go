@@ -1,0 +1,194 @@
+package thorax
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mantis-deploy/mantis/internal/broker"
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+// brokerBackoff spaces the attempts to reach the broker and its queues.
+var brokerBackoff = backoff{min: 100 * time.Millisecond, max: 5 * time.Second}
+
+// setInstanceIDLocked records the instance id Mandible issued ("" while
+// registering again) and tells the broker consumers, whose tags carry it.
+// Callers hold mu.
+func (t *Thorax) setInstanceIDLocked(id string) {
+	if t.instanceID == id {
+		return
+	}
+	t.instanceID = id
+	close(t.idChanged)
+	t.idChanged = make(chan struct{})
+}
+
+// registrationWatch returns the instance id and a channel closed when it
+// changes.
+func (t *Thorax) registrationWatch() (string, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.instanceID, t.idChanged
+}
+
+// consume runs the broker consumers of the three priority queues until ctx
+// ends, reporting the broker's health to the polling loop: healthy while the
+// consumers run, unhealthy (the short fallback polling interval) while the
+// broker cannot be reached or its queues do not exist yet. It reconnects with
+// jittered backoff, and consumes again with new consumer tags whenever
+// Mandible issues the instance a new id.
+//
+// The consumer tags are thorax-{instance_id}-{uuid}-{high|normal|low}: one
+// uuid per instance id, kept across reconnections.
+func (t *Thorax) consume(ctx context.Context) {
+	defer t.SetBrokerHealthy(false)
+	handler := broker.NudgeHandler(nudgeProcessor{t}, t.logger)
+	bo := brokerBackoff
+	var tagID, tag string
+	// attempt counts the tries since the consumers last ran (0: they just
+	// stopped).
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		id, changed := t.registrationWatch()
+		if id == "" {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+				continue
+			}
+		}
+		if id != tagID {
+			tagID, tag = id, fmt.Sprintf("thorax-%s-%s", id, uuid.NewString())
+		}
+		session, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-changed:
+				cancel()
+			case <-session.Done():
+			}
+		}()
+		err := broker.ConsumePriorities(session, broker.ConsumerOptions{
+			Queue:     t.cfg.Queue.Queue,
+			Name:      fmt.Sprintf("thorax %s %s", t.cfg.Name, id),
+			TagPrefix: tag,
+			Prefetch:  t.cfg.Queue.PrefetchCount,
+			Handler:   handler,
+			Logger:    t.logger,
+			Consuming: func() {
+				attempt, bo = 0, brokerBackoff
+				t.SetBrokerHealthy(true)
+			},
+		})
+		reregistered := session.Err() != nil && ctx.Err() == nil
+		cancel()
+		t.SetBrokerHealthy(false)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case reregistered:
+			t.logger.InfoContext(ctx, "instance id changed: consuming again with new consumer tags", "old_instance_id", id)
+			continue
+		case errors.Is(err, broker.ErrTopologyMissing):
+			t.logger.InfoContext(ctx, "waiting for mandible to declare the broker topology", "attempt", attempt, "err", err)
+		case attempt == 0:
+			t.logger.WarnContext(ctx, "broker consumers stopped: polling at the fallback interval until they are back", "err", err)
+		default:
+			t.logger.WarnContext(ctx, "reaching the broker failed, retrying", "attempt", attempt, "err", err)
+		}
+		if !sleep(ctx, bo.next()) {
+			return
+		}
+	}
+}
+
+// nudgeProcessor processes command nudges for a Thorax instance: a nudge is
+// the hint that one command is waiting, and processing it is claiming that
+// command through FetchNow. The claim in Mandible's database makes sure a
+// command runs once even when a nudge and a poll race for it.
+type nudgeProcessor struct{ t *Thorax }
+
+// Process claims the nudged command and hands it off. A command claimed or
+// finished already, or one this instance does not serve, is not an error: its
+// nudge is acknowledged. FetchNow failing (Mandible unreachable, the instance
+// draining or at capacity) is a failed attempt under the retry rules.
+func (p nudgeProcessor) Process(ctx context.Context, n broker.Nudge) error {
+	t := p.t
+	if _, err := uuid.Parse(n.CommandID); err != nil {
+		return fmt.Errorf("%w: command_id %q is not a command id", broker.ErrUnprocessable, n.CommandID)
+	}
+	// A claim cut off half-way could commit without Thorax knowing it holds
+	// the command: let it finish (FetchNow bounds the call).
+	cmds, err := t.FetchNow(context.WithoutCancel(ctx), n.CommandID)
+	switch {
+	case errors.Is(err, ErrNotRegistered):
+		// Registering again: the consumers stop and consume again under the
+		// new id, and the broker requeues this message when they do.
+		select {
+		case <-ctx.Done():
+		case <-time.After(callTimeout):
+		}
+		return err
+	case status.Code(err) == codes.InvalidArgument:
+		return fmt.Errorf("%w: mandible refused the claim: %v", broker.ErrUnprocessable, err)
+	case err != nil:
+		return err
+	case len(cmds) > 0:
+		t.logger.DebugContext(ctx, "claimed nudged command", "command_id", n.CommandID, "target", cmds[0].GetTarget())
+		return nil
+	}
+	known, err := t.commandKnown(ctx, n.CommandID)
+	switch {
+	case err != nil:
+		t.logger.WarnContext(ctx, "nudged command was not claimed and mandible could not say whether it exists: acknowledging, polling claims it if it does",
+			"command_id", n.CommandID, "err", err)
+		return nil
+	case !known:
+		return fmt.Errorf("%w: mandible has no command %s", broker.ErrUnprocessable, n.CommandID)
+	}
+	t.logger.DebugContext(ctx, "nudged command was claimed or finished already, or belongs to a target this instance does not serve",
+		"command_id", n.CommandID)
+	return nil
+}
+
+// GiveUp would ask Mandible to schedule another dispatch before the nudge is
+// dead-lettered, but ScheduleRedispatch is fenced by the lease, and a failed
+// attempt is a failed claim: this instance holds no lease to ask with. (A
+// command that was claimed and whose hand-off then failed is redispatched by
+// the hand-off itself, and its nudge was acknowledged.) The command is
+// still Mandible's: it stays queued, and polling claims it.
+func (p nudgeProcessor) GiveUp(ctx context.Context, n broker.Nudge, cause error) {
+	p.t.logger.WarnContext(ctx, "mandible could not be asked for another dispatch: the claim failed, so no lease is held; the command stays queued in mandible for polling to claim",
+		"command_id", n.CommandID, "err", cause)
+}
+
+// commandKnown reports whether Mandible has the command. Mandible has no call
+// that only asks, so this uses ScheduleRedispatch fenced at lease epoch 0,
+// which no held command carries (a claim moves a command's epoch to 1 or
+// more): Mandible changes nothing, and answers NOT_FOUND for a command it
+// does not have and FAILED_PRECONDITION for one this instance does not hold
+// at that epoch.
+func (t *Thorax) commandKnown(ctx context.Context, commandID string) (bool, error) {
+	client, id := t.registration()
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	_, err := client.ScheduleRedispatch(callCtx, &mantisv1.ScheduleRedispatchRequest{
+		InstanceId: id,
+		CommandId:  commandID,
+		LeaseEpoch: 0,
+		Reason:     "thorax checking that a nudged command exists (lease epoch 0 is never held)",
+	})
+	switch status.Code(err) {
+	case codes.NotFound:
+		return false, nil
+	case codes.FailedPrecondition, codes.OK:
+		return true, nil
+	}
+	return false, err
+}
