@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
@@ -89,7 +90,7 @@ func launchReplica(t *testing.T, o replicaOptions) *replica {
 		o.DeliveryTimeout = "1h"
 	}
 	if o.BatchSize == 0 {
-		o.BatchSize = 100
+		o.BatchSize = config.DefaultMandible().Dispatch.BatchSize
 	}
 	dir := t.TempDir()
 	conf := fmt.Sprintf(`replica_id = %q
