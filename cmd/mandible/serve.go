@@ -29,6 +29,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
+	"github.com/mantis-deploy/mantis/internal/sse"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
@@ -192,6 +193,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 	})
 
+	events := sse.NewBroker(sse.BrokerOptions{DB: pool, Logger: logger})
 	httpServer := &http.Server{
 		Addr: cfg.HTTP.Listen,
 		Handler: httpapi.New(httpapi.Options{
@@ -203,6 +205,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 			Checks:           checks,
 			DLQ:              dlq,
+			Events:           sse.NewHandler(events, sse.HandlerOptions{Logger: logger}),
 			Temporal:         temporal,
 			Namespace:        cfg.Temporal.Namespace,
 			TemporalUIURL:    cfg.Temporal.UIURL,
@@ -250,6 +253,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		})
 	})
 	g.Go(func() error { return hub.Run(gctx) })
+	g.Go(func() error { return events.Run(gctx) })
 	g.Go(func() error {
 		return workers.RunThoraxMonitor(gctx, pool, cfg.Thorax.HeartbeatTimeout.Duration, logger)
 	})

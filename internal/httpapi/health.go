@@ -35,6 +35,8 @@ type Options struct {
 	MaxBodyBytes int64
 	// HeartbeatTimeout decides which Thorax instances count as live.
 	HeartbeatTimeout time.Duration
+	// Events serves the event streams under /sse/ (sse.NewHandler); nil leaves them out.
+	Events http.Handler
 	// DLQ serves /api/v1/dlq (list, requeue, purge); nil when Mandible runs
 	// without a broker, and those routes then answer 503.
 	DLQ DLQ
@@ -98,6 +100,9 @@ func New(opts Options) http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/api/", requireToken(opts.Tokens, api))
+	if opts.Events != nil {
+		mux.Handle("/sse/", requireToken(opts.Tokens, opts.Events))
+	}
 	return mux
 }
 
