@@ -13,7 +13,7 @@ func TestRetryBackoffGrowsWithJitterUpToTheCap(t *testing.T) {
 	ceiling := retryBaseDelay
 	seen := map[time.Duration]bool{}
 	for range 40 {
-		d := b.next()
+		d := b.Next()
 		require.GreaterOrEqual(t, d, ceiling/2)
 		require.LessOrEqual(t, d, ceiling)
 		require.LessOrEqual(t, d, MaxRetryDelay)
@@ -22,6 +22,6 @@ func TestRetryBackoffGrowsWithJitterUpToTheCap(t *testing.T) {
 	}
 	require.Greater(t, len(seen), 30, "waits are jittered")
 
-	b.reset()
-	require.LessOrEqual(t, b.next(), retryBaseDelay)
+	b.Reset()
+	require.LessOrEqual(t, b.Next(), retryBaseDelay)
 }

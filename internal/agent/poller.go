@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -178,10 +179,10 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 			if ctx.Err() != nil {
 				return
 			}
-			delay := retry.next()
+			delay := retry.Next()
 			p.logger.WarnContext(ctx, "polling thorax failed", "error", err, "retry_in", delay)
 			failing = true
-			if !sleep(ctx, delay) {
+			if !backoff.Sleep(ctx, delay) {
 				return
 			}
 			continue
@@ -190,7 +191,7 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 			p.logger.InfoContext(ctx, "polling thorax again")
 			failing = false
 		}
-		retry.reset()
+		retry.Reset()
 
 		cmds := resp.GetCommands()
 		if len(cmds) < n {
@@ -290,9 +291,9 @@ func (p *Poller) deliver(ctx context.Context, r report) {
 			logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it")
 			return
 		}
-		delay := retry.next()
+		delay := retry.Next()
 		logger.WarnContext(ctx, "reporting result failed", "error", err, "retry_in", delay)
-		if !sleep(ctx, delay) {
+		if !backoff.Sleep(ctx, delay) {
 			logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it")
 			return
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/schema"
@@ -75,18 +76,18 @@ func DecodeRequest(body []byte) (Request, error) {
 // to mantis.dlq through mantis.dlx. When the broker goes away, or the queue is not
 // declared yet, Consume reconnects with jittered backoff.
 func Consume(ctx context.Context, cfg config.Queue, p *Processor) error {
-	wait := backoff{min: reconnectMin, max: reconnectMax}
+	wait := backoff.Backoff{Min: reconnectMin, Max: reconnectMax}
 	for {
 		connected, err := consumeOnce(ctx, cfg, p)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if connected {
-			wait.reset()
+			wait.Reset()
 		}
-		d := wait.next()
+		d := wait.Next()
 		p.Logger.WarnContext(ctx, "analysis consumer disconnected, reconnecting", "err", err, "retry_in", d)
-		if !sleep(ctx, d) {
+		if !backoff.Sleep(ctx, d) {
 			return nil
 		}
 	}

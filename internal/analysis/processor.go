@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -215,7 +216,7 @@ func (p *Processor) Run(ctx context.Context, interval time.Duration) error {
 		interval = DefaultInterval
 	}
 	p.Logger.InfoContext(ctx, "analysing failures", "interval", interval, "refined_by_model", p.Refiner != nil)
-	errWait := backoff{min: interval, max: maxErrorWait}
+	errWait := backoff.Backoff{Min: interval, Max: maxErrorWait}
 	for {
 		n, err := p.RunOnce(ctx)
 		if ctx.Err() != nil {
@@ -224,13 +225,13 @@ func (p *Processor) Run(ctx context.Context, interval time.Duration) error {
 		wait := interval
 		switch {
 		case err != nil:
-			wait = errWait.next()
+			wait = errWait.Next()
 			p.Logger.ErrorContext(ctx, "analysing failures", "err", err, "retry_in", wait)
 		case n >= p.batchSize():
-			errWait.reset()
+			errWait.Reset()
 			continue
 		default:
-			errWait.reset()
+			errWait.Reset()
 		}
 		timer := time.NewTimer(wait)
 		select {

@@ -10,12 +10,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/broker"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
 // brokerBackoff spaces the attempts to reach the broker and its queues.
-var brokerBackoff = backoff{min: 100 * time.Millisecond, max: 5 * time.Second}
+var brokerBackoff = backoff.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // setInstanceIDLocked records the instance id Mandible issued ("" while
 // registering again) and tells the broker consumers, whose tags carry it.
@@ -102,7 +103,7 @@ func (t *Thorax) consume(ctx context.Context) {
 		default:
 			t.logger.WarnContext(ctx, "reaching the broker failed, retrying", "attempt", attempt, "err", err)
 		}
-		if !sleep(ctx, bo.next()) {
+		if !backoff.Sleep(ctx, bo.Next()) {
 			return
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mantis-deploy/mantis/internal/backoff"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -50,10 +51,10 @@ func (t *Thorax) register(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		delay := bo.next()
+		delay := bo.Next()
 		t.logger.WarnContext(ctx, "registering with mandible failed, retrying",
 			"attempt", attempt, "retry_in", delay, "address", t.cfg.Mandible.Address, "err", err)
-		if !sleep(ctx, delay) {
+		if !backoff.Sleep(ctx, delay) {
 			return ctx.Err()
 		}
 	}
@@ -175,7 +176,7 @@ func (t *Thorax) callWithRetry(ctx context.Context, call func(context.Context) e
 		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().After(giveUp) {
 			return err
 		}
-		if !sleep(ctx, bo.next()) {
+		if !backoff.Sleep(ctx, bo.Next()) {
 			return err
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -111,8 +112,8 @@ type Thorax struct {
 	untimedLimit    time.Duration
 	pollWindowFloor time.Duration
 	sweepInterval   time.Duration
-	registerBackoff backoff
-	retryBackoff    backoff
+	registerBackoff backoff.Backoff
+	retryBackoff    backoff.Backoff
 }
 
 // New checks the configuration's certificate files and returns an instance
@@ -132,8 +133,8 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		untimedLimit:    untimedLimit,
 		pollWindowFloor: pollWindowFloor,
 		sweepInterval:   sweepInterval,
-		registerBackoff: backoff{min: 100 * time.Millisecond, max: 10 * time.Second},
-		retryBackoff:    backoff{min: 200 * time.Millisecond, max: 10 * time.Second},
+		registerBackoff: backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second},
+		retryBackoff:    backoff.Backoff{Min: 200 * time.Millisecond, Max: 10 * time.Second},
 	}
 	if cfg.Mandible.Insecure {
 		t.mandibleCreds = insecure.NewCredentials()
