@@ -68,12 +68,7 @@ const awaitMaxWait = 30 * time.Second
 func Deployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, error) {
 	logger := workflow.GetLogger(ctx)
 	var a *activities.Activities
-	retry := &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: []string{activities.InvalidSpec},
-	}
+	retry := deploymentRetry()
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry})
 
 	s := in.WithDefaults()
@@ -171,14 +166,24 @@ func Deployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, err
 	}
 }
 
+// deploymentRetry is the retry policy of every deployment activity: transient errors
+// are retried with backoff, an invalid spec is not.
+func deploymentRetry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        30 * time.Second,
+		NonRetryableErrorTypes: []string{activities.InvalidSpec},
+	}
+}
+
 // runStep runs one step on every target, at most MaxParallel at a time, and returns
 // its summary. A failure on some target does not stop the targets already running,
 // but no further ones start unless the step continues on error.
 func runStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.Deployment, pos int, step spec.Step) (StepResult, error) {
 	var a *activities.Activities
 	sr := StepResult{Name: step.Name}
-	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-		NonRetryableErrorTypes: []string{activities.InvalidSpec}}
+	retry := deploymentRetry()
 	opts := func(summary string) workflow.Context {
 		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry, Summary: summary})
 	}
