@@ -30,8 +30,11 @@ test: build ## Start real PostgreSQL, RabbitMQ and Temporal, run every test, sto
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/test -- $(GO) test $(GOTEST_FLAGS) ./...
 
 .PHONY: bench
-bench: build ## Run the benchmarks against real servers.
-	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench -- $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
+# Each benchmark runs its whole scenario (servers, processes, load) once and reports its
+# own figures and ratios, hence -benchtime 1x. BENCH selects benchmarks by name.
+BENCH ?= .
+bench: build ## Run the benchmarks against real servers (BENCH=regexp selects).
+	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -benchmem -timeout 60m ./...
 
 .PHONY: proto
 proto: ## Regenerate the gRPC code from proto/ (needs protoc).
