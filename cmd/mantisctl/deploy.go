@@ -151,14 +151,22 @@ func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id
 				fmt.Fprintf(out, `{"id":%q,"type":%q,"data":%s}`+"\n", ev.ID, ev.Type, ev.Data)
 			}
 			var data struct {
-				StepPosition *int `json:"step_position"`
-				Targets      any  `json:"targets"`
-				Status       string
+				StepPosition *int   `json:"step_position"`
+				Step         string `json:"step"`
+				Targets      any    `json:"targets"`
 			}
 			_ = json.Unmarshal(ev.Data, &data)
 			var p *stepProgress
-			if data.StepPosition != nil && *data.StepPosition >= 0 && *data.StepPosition < len(steps) {
-				p = steps[*data.StepPosition]
+			// A deployment just created has no steps recorded yet: they appear with
+			// their first events.
+			if pos := data.StepPosition; pos != nil && *pos >= 0 && *pos < 1000 {
+				for len(steps) <= *pos {
+					steps = append(steps, &stepProgress{name: fmt.Sprintf("step %d", len(steps)), status: "pending"})
+				}
+				p = steps[*pos]
+				if data.Step != "" {
+					p.name = data.Step
+				}
 			}
 			switch {
 			case ev.Type == "step.started" && p != nil:
@@ -204,6 +212,18 @@ func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id
 	if err != nil {
 		return err
 	}
+	// Failed targets are analysed right after they fail: give the analyser a moment so
+	// the summary can say why.
+	for wait := 0; wait < 20 && analysesPending(d); wait++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(150 * time.Millisecond):
+		}
+		if d, _, err = c.Deployment(ctx, id); err != nil {
+			return err
+		}
+	}
 	if asJSON {
 		if err := printJSON(out, d); err != nil {
 			return err
@@ -215,6 +235,19 @@ func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id
 		return errDeploymentNotSucceeded
 	}
 	return nil
+}
+
+// analysesPending reports whether a failed target with a command still waits for its
+// analysis.
+func analysesPending(d schema.DeploymentView) bool {
+	for _, s := range d.Steps {
+		for _, t := range s.Targets {
+			if t.Status == "failed" && t.ExitCode != nil && (t.Analysis == nil || t.Analysis.Status == "queued") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func terminal(status string) bool {
