@@ -2,8 +2,10 @@ package grpcapi_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -297,4 +299,61 @@ func TestClientsWithoutTheRightCertificateAreRefused(t *testing.T) {
 	foreign := mantisv1.NewMandibleServiceClient(b.dial(t, tlsconf.Files{CA: b.certs.CACert(), Cert: oc, Key: ok}))
 	_, err = foreign.RegisterInstance(b.ctx, &mantisv1.RegisterInstanceRequest{Name: "x"})
 	require.Equal(t, codes.Unavailable, code(err), "%v", err)
+}
+
+// Concurrent results are written in shared statements; each is stored exactly once,
+// with exactly one target event, and a retried store of the same result still answers OK.
+func TestConcurrentResultsAreEachStoredOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inst := b.register(t, "thorax-a")
+	_, err := b.client.Heartbeat(b.ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1"}})
+	require.NoError(t, err)
+	deployment := uuid.New()
+	_, err = b.pool.Exec(b.ctx, `INSERT INTO deployments (id, name, priority, status, spec) VALUES ($1, 'd', 'normal', 'running', '{}')`, deployment)
+	require.NoError(t, err)
+	const n = 40
+	for i := range n {
+		r := schema.NewDispatchRequest{IdempotencyKey: fmt.Sprintf("k%d", i), Target: "web-1", Command: "true", Priority: "normal",
+			DeploymentID: &deployment, StepPosition: new(int)}
+		_, err := schema.EnqueueDispatchRequests(b.ctx, b.pool, []schema.NewDispatchRequest{r})
+		require.NoError(t, err)
+	}
+	claim, err := schema.ClaimPending(b.ctx, b.pool, "r1", n)
+	require.NoError(t, err)
+	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	for i, c := range claim.Claimed {
+		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+	}
+	_, err = schema.DeliverClaimed(b.ctx, b.pool, "r1", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
+	require.NoError(t, err)
+	resp, err := b.client.FetchPendingCommands(b.ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: n})
+	require.NoError(t, err)
+	require.Len(t, resp.GetCommands(), n)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i, c := range resp.GetCommands() {
+		for range 2 { // every result is sent twice at once, as a retry racing its original would
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := b.client.StoreCommandResult(b.ctx, &mantisv1.StoreCommandResultRequest{InstanceId: inst, CommandId: c.GetId(),
+					LeaseEpoch: c.GetLeaseEpoch(), Result: &mantisv1.CommandResult{ExitCode: int32(i % 2), Output: []byte(c.GetId())}})
+				errs <- err
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	var stored, events, analyses int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM command_queue WHERE status IN ('succeeded', 'failed') AND output = id::text`).Scan(&stored))
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM deployment_events WHERE type IN ('target.succeeded', 'target.failed')`).Scan(&events))
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM analyses`).Scan(&analyses))
+	require.Equal(t, n, stored)
+	require.Equal(t, n, events, "one event per result")
+	require.Equal(t, n/2, analyses, "one analysis per failed result")
 }
