@@ -3,7 +3,6 @@ package schema
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -543,6 +542,3 @@ func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []
 	}
 	return outcomes, nil
 }
-
-// ErrStaleEpoch is returned when a write names an epoch that no longer holds its row.
-var ErrStaleEpoch = errors.New("stale claim epoch")

@@ -6,7 +6,6 @@ package broker
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -154,10 +153,4 @@ func Declare(ch *amqp.Channel, t Topology) error {
 		}
 	}
 	return nil
-}
-
-// IsPreconditionFailed reports whether err carries the broker's PRECONDITION_FAILED.
-func IsPreconditionFailed(err error) bool {
-	var p *PreconditionError
-	return errors.As(err, &p) || strings.Contains(fmt.Sprint(err), "PRECONDITION_FAILED")
 }

@@ -30,16 +30,12 @@ const (
 	maxReasonLen   = 4096
 )
 
-// ResultListener hears about every stored result (the deployment workflow wakes on it).
-type ResultListener func(ctx context.Context, r schema.StoredResult)
-
 // MandibleService implements mantisv1.MandibleServiceServer over PostgreSQL.
 type MandibleService struct {
 	mantisv1.UnimplementedMandibleServiceServer
 	DB               *pgxpool.Pool
 	Logger           *slog.Logger
 	HeartbeatTimeout time.Duration
-	OnResult         ResultListener
 }
 
 // invalid is an INVALID_ARGUMENT error naming the field.
@@ -193,8 +189,8 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 		}
 		return nil, s.toStatus(ctx, "StoreCommandResult", err)
 	}
-	if !stored.Replayed && s.OnResult != nil {
-		s.OnResult(ctx, stored)
+	if !stored.Replayed {
+		s.Logger.DebugContext(ctx, "stored command result", "instance_id", id, "command_id", cmd, "status", stored.Status)
 	}
 	return &mantisv1.StoreCommandResultResponse{}, nil
 }
