@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -99,6 +101,16 @@ func TestThreeReplicasDrainTheQueueExactlyOnce(t *testing.T) {
 		won := f.count(t, `SELECT count(*) FROM pending_dispatch_requests WHERE claimed_by = $1`, r.ID)
 		require.Positive(t, won, "replica %s won no claims", r.ID)
 		t.Logf("replica %s dispatched %d", r.ID, won)
+
+		// Its metrics say the same.
+		resp, err := http.Get("http://" + r.HTTPAddr + "/metrics")
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Contains(t, string(body), fmt.Sprintf("mantis_dispatch_claims_won_total{replica=%q} %d", r.ID, won))
+		require.Contains(t, string(body), `mantis_dispatch_queue_depth{priority="high",status="dispatched"}`)
+		require.Contains(t, string(body), "mantis_dispatch_enqueue_to_dispatch_seconds_count")
 	}
 }
 
