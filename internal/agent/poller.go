@@ -193,6 +193,11 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 		}
 		retry.Reset()
 
+		for _, id := range resp.GetCancelCommandIds() {
+			if p.runner.Cancel(id) {
+				p.logger.InfoContext(ctx, "cancelled command at thorax's request", "command_id", id)
+			}
+		}
 		cmds := resp.GetCommands()
 		if len(cmds) < n {
 			p.runner.release(n - len(cmds))

@@ -74,21 +74,22 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		taken, wake, draining := t.book.takePoll(target, int(req.GetMaxCommands()), func(c *mantisv1.Command) time.Time {
+		taken, cancels, wake, draining := t.book.takePoll(target, int(req.GetMaxCommands()), func(c *mantisv1.Command) time.Time {
 			return time.Now().Add(t.resultWait(c))
 		})
-		if len(taken) > 0 {
+		if len(taken) > 0 || len(cancels) > 0 {
 			if ctx.Err() != nil {
 				// The agent left before it could hear of them.
 				t.release(t.workContext(ctx), t.book.unhand(taken), "poll agent left while draining")
+				t.book.recancel(target, cancels)
 				return nil, status.FromContextError(ctx.Err()).Err()
 			}
 			cmds := make([]*mantisv1.Command, len(taken))
 			for i, h := range taken {
 				cmds[i] = h.cmd
 			}
-			t.logger.DebugContext(ctx, "handed commands to poll agent", "target", target, "commands", len(cmds))
-			return &mantisv1.PollCommandsResponse{Commands: cmds}, nil
+			t.logger.DebugContext(ctx, "handed commands to poll agent", "target", target, "commands", len(cmds), "cancels", len(cancels))
+			return &mantisv1.PollCommandsResponse{Commands: cmds, CancelCommandIds: cancels}, nil
 		}
 		if draining {
 			return nil, status.Error(codes.Unavailable, "thorax is draining: poll again later")

@@ -55,6 +55,9 @@ type pollTarget struct {
 	// connected for window after it.
 	lastSeen time.Time
 	window   time.Duration
+	// cancels are commands its agent took that were cancelled since: the next
+	// poll tells the agent to kill them.
+	cancels []string
 }
 
 func (p *pollTarget) connected(now time.Time) bool {
@@ -214,21 +217,34 @@ func (b *book) endPoll(target string, now time.Time) {
 }
 
 // takePoll hands up to n of target's queued commands to its agent, each owing
-// its result by deadline(cmd). When there are none it returns a channel that
-// is closed when that may have changed; draining says no command will come.
-func (b *book) takePoll(target string, n int, deadline func(*mantisv1.Command) time.Time) (taken []*holding, wake <-chan struct{}, draining bool) {
+// its result by deadline(cmd), with the commands its agent must kill. When there
+// are none it returns a channel that is closed when that may have changed;
+// draining says no command will come.
+func (b *book) takePoll(target string, n int, deadline func(*mantisv1.Command) time.Time) (taken []*holding, cancels []string, wake <-chan struct{}, draining bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.draining {
-		return nil, nil, true
+		return nil, nil, nil, true
 	}
 	t := b.target(target)
+	cancels, t.cancels = t.cancels, nil
 	taken = t.queue.pop(n)
 	for _, h := range taken {
 		h.state = stateHanded
 		h.deadline = deadline(h.cmd)
 	}
-	return taken, t.wake, false
+	return taken, cancels, t.wake, false
+}
+
+// recancel queues cancellations a poll could not deliver for the target's next poll.
+func (b *book) recancel(target string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.target(target)
+	t.cancels = append(ids, t.cancels...)
 }
 
 // unhand puts commands a poll could not deliver back at the head of their
@@ -359,8 +375,8 @@ func (b *book) forsake(instanceID string) []*holding {
 
 // cancel drops the named commands that no agent took yet, and returns them
 // with the listen-mode ones an agent is running. Commands a poll-mode agent
-// took stay until it reports: Thorax cannot reach that agent, and Mandible
-// refuses the result.
+// took are queued for its next poll to kill, and stay until it reports
+// (Mandible refuses the result).
 func (b *book) cancel(ids []string) (dropped, running []*holding) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -368,9 +384,15 @@ func (b *book) cancel(ids []string) (dropped, running []*holding) {
 	for _, id := range ids {
 		if h, ok := b.held[id]; ok {
 			cancelled[id] = true
-			if h.state == stateHanded && h.cmd.GetMode() == modeListen && !h.cancelAsked {
+			if h.state == stateHanded && !h.cancelAsked {
 				h.cancelAsked = true
-				running = append(running, h)
+				if h.cmd.GetMode() == modeListen {
+					running = append(running, h)
+				} else {
+					t := b.target(h.cmd.GetTarget())
+					t.cancels = append(t.cancels, id)
+					t.signal()
+				}
 			}
 		}
 	}

@@ -86,10 +86,13 @@ func (x *PollCommandsRequest) GetWait() *durationpb.Duration {
 }
 
 type PollCommandsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Commands      []*Command             `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Commands []*Command             `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	// cancel_command_ids are commands this agent took whose deployment was cancelled:
+	// kill them (their results will be refused). A poll answers at once when there are.
+	CancelCommandIds []string `protobuf:"bytes,2,rep,name=cancel_command_ids,json=cancelCommandIds,proto3" json:"cancel_command_ids,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PollCommandsResponse) Reset() {
@@ -125,6 +128,13 @@ func (*PollCommandsResponse) Descriptor() ([]byte, []int) {
 func (x *PollCommandsResponse) GetCommands() []*Command {
 	if x != nil {
 		return x.Commands
+	}
+	return nil
+}
+
+func (x *PollCommandsResponse) GetCancelCommandIds() []string {
+	if x != nil {
+		return x.CancelCommandIds
 	}
 	return nil
 }
@@ -233,9 +243,10 @@ const file_mantis_v1_thorax_proto_rawDesc = "" +
 	"\x13PollCommandsRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12!\n" +
 	"\fmax_commands\x18\x02 \x01(\x05R\vmaxCommands\x12-\n" +
-	"\x04wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"F\n" +
+	"\x04wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"t\n" +
 	"\x14PollCommandsResponse\x12.\n" +
-	"\bcommands\x18\x01 \x03(\v2\x12.mantis.v1.CommandR\bcommands\"~\n" +
+	"\bcommands\x18\x01 \x03(\v2\x12.mantis.v1.CommandR\bcommands\x12,\n" +
+	"\x12cancel_command_ids\x18\x02 \x03(\tR\x10cancelCommandIds\"~\n" +
 	"\x13ReportResultRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x1d\n" +
 	"\n" +
