@@ -133,8 +133,22 @@ func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id
 			fmt.Fprintf(out, "temporal: %s\n", u)
 		}
 	}
+	// On a terminal the step lines are redrawn in place, one line per step; elsewhere
+	// (a pipe, a log) a step's line is printed again whenever it changes.
+	tty := isTerminal(out)
 	lastLines := map[int]string{}
+	drawn := 0
 	render := func() {
+		if tty {
+			if drawn > 0 {
+				fmt.Fprintf(out, "\x1b[%dA", drawn)
+			}
+			for _, p := range steps {
+				fmt.Fprintf(out, "\x1b[2K%s\n", p.line(30))
+			}
+			drawn = len(steps)
+			return
+		}
 		for i, p := range steps {
 			if l := p.line(30); l != lastLines[i] {
 				lastLines[i] = l
@@ -235,6 +249,16 @@ func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id
 		return errDeploymentNotSucceeded
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // analysesPending reports whether a failed target with a command still waits for its
