@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -93,28 +94,15 @@ func DeclareTopology(ctx context.Context, c client.Client, replica string) (acti
 // database's new-request notifications to it as wake-ups, until ctx ends. The
 // replica's worker (StartReplicaWorker) runs its activities.
 func RunDispatch(ctx context.Context, opts DispatchOptions) error {
-	queue := workflows.ReplicaTaskQueue(opts.ReplicaID)
 	id := workflows.DispatcherWorkflowID(opts.ReplicaID)
-	run, err := opts.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                queue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.ReplicaSearchAttribute.ValueSet(opts.ReplicaID)),
-		StaticSummary:            "Dispatch loop of Mandible replica " + opts.ReplicaID,
-	}, workflows.DispatcherWorkflowType, opts.Input)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
-		return fmt.Errorf("starting dispatcher workflow %s: %w", id, err)
-	}
-	opts.Logger.InfoContext(ctx, "dispatcher running", "workflow_id", id, "run_id", run.GetRunID(), "task_queue", queue)
+	listening := make(chan error, 1)
+	go func() { listening <- listenForRequests(ctx, opts) }()
 
-	listenErr := listenForRequests(ctx, opts)
+	superviseDispatcher(ctx, opts)
 
 	// Shutting down: stop the loop so no activity is left scheduled on a queue nobody
-	// polls; the next start of this replica starts it again.
+	// polls; the next start of this replica starts it again (and, should this cancel
+	// not be processed, replaces the run that ends cancelled).
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := opts.Client.CancelWorkflow(stopCtx, id, ""); err != nil {
@@ -123,10 +111,44 @@ func RunDispatch(ctx context.Context, opts DispatchOptions) error {
 			opts.Logger.Warn("cancelling dispatcher workflow", "workflow_id", id, "err", err)
 		}
 	}
-	if ctx.Err() != nil {
-		return nil
+	<-listening
+	return nil
+}
+
+// superviseDispatcher keeps the replica's dispatcher workflow running until ctx ends:
+// it starts it (or joins the run already going) and starts it again whenever the run
+// ends — cancelled by an earlier shutdown, terminated from the Web UI, or failed — so a
+// replica never stays without its dispatch loop.
+func superviseDispatcher(ctx context.Context, opts DispatchOptions) {
+	queue := workflows.ReplicaTaskQueue(opts.ReplicaID)
+	id := workflows.DispatcherWorkflowID(opts.ReplicaID)
+	retry := backoff.Backoff{Min: 200 * time.Millisecond, Max: 10 * time.Second}
+	for ctx.Err() == nil {
+		run, err := opts.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID:                       id,
+			TaskQueue:                queue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.ReplicaSearchAttribute.ValueSet(opts.ReplicaID)),
+			StaticSummary:            "Dispatch loop of Mandible replica " + opts.ReplicaID,
+		}, workflows.DispatcherWorkflowType, opts.Input)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			opts.Logger.WarnContext(ctx, "starting dispatcher workflow failed, retrying", "workflow_id", id, "err", err)
+			backoff.Sleep(ctx, retry.Next())
+			continue
+		}
+		opts.Logger.InfoContext(ctx, "dispatcher running", "workflow_id", id, "run_id", run.GetRunID(), "task_queue", queue)
+		// Get follows continue-as-new; it returns only when the chain ends.
+		err = run.Get(ctx, nil)
+		if ctx.Err() != nil {
+			return
+		}
+		opts.Logger.WarnContext(ctx, "dispatcher workflow ended; starting it again", "workflow_id", id, "run_id", run.GetRunID(), "err", err)
+		backoff.Sleep(ctx, retry.Next())
 	}
-	return listenErr
 }
 
 // listenForRequests LISTENs for new dispatch requests and signals the dispatcher. A

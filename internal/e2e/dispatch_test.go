@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -142,4 +143,27 @@ func TestCrashedReplicasClaimsAreReclaimedByASurvivor(t *testing.T) {
 	// Claimed by the doomed replica (1), reclaimed (2), claimed by the survivor (3).
 	require.Equal(t, total, f.count(t, `SELECT count(*) FROM pending_dispatch_requests WHERE claim_epoch = 3`))
 	require.Contains(t, survivor.log(), "reclaimed orphaned dispatch request")
+}
+
+// A dispatcher run that ends — terminated from the Web UI, or cancelled by an earlier
+// shutdown that the replica could not see through — is started again: the replica
+// keeps dispatching.
+func TestReplicaRestartsItsEndedDispatcher(t *testing.T) {
+	f := setupDispatchFixture(t, 1)
+	r := startReplica(t, replicaOptions{ID: uniqueName("revive"), DatabaseURL: f.url, Temporal: f.temporal})
+	c, err := client.Dial(client.Options{HostPort: f.temporal.Address, Namespace: f.temporal.Namespace})
+	require.NoError(t, err)
+	defer c.Close()
+	id := "dispatcher:" + r.ID
+	require.Eventually(t, func() bool {
+		_, err := c.DescribeWorkflowExecution(f.ctx, id, "")
+		return err == nil
+	}, time.Minute, 100*time.Millisecond)
+	require.NoError(t, c.TerminateWorkflow(f.ctx, id, "", "test: an operator terminated it"))
+
+	f.enqueue(t, 5, uniqueName("after"))
+	require.Eventually(t, func() bool {
+		return f.count(t, `SELECT count(*) FROM pending_dispatch_requests WHERE status = 'dispatched'`) == 5
+	}, time.Minute, 100*time.Millisecond, "nothing dispatched after the dispatcher ended")
+	require.Contains(t, r.log(), "dispatcher workflow ended; starting it again")
 }
