@@ -24,6 +24,9 @@ type process struct {
 	waitErr error
 	logFile *os.File
 	stopSig syscall.Signal
+	// server marks the backing servers (PostgreSQL, RabbitMQ, Temporal), stopped
+	// after Mantis's own processes.
+	server bool
 }
 
 // processSpec describes how to start a child.
@@ -63,7 +66,7 @@ func startProcess(logger *slog.Logger, spec processSpec) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", spec.Name, spec.Path, err)
 	}
-	p := &process{name: spec.Name, cmd: cmd, done: make(chan struct{}), logFile: logFile, stopSig: spec.StopSignal}
+	p := &process{name: spec.Name, cmd: cmd, done: make(chan struct{}), logFile: logFile, stopSig: spec.StopSignal, server: true}
 	if p.stopSig == 0 {
 		p.stopSig = syscall.SIGTERM
 	}

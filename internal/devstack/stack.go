@@ -214,17 +214,28 @@ func (s *Stack) Stop(ctx context.Context) error {
 	if d, ok := ctx.Deadline(); ok {
 		grace = time.Until(d)
 	}
+	// Mantis's own processes stop first, newest first, one after another, while the
+	// servers they shut down against are still up; then the servers, together.
+	var errs []error
+	var servers []*process
+	for i := len(procs) - 1; i >= 0; i-- {
+		if procs[i].server {
+			servers = append(servers, procs[i])
+			continue
+		}
+		errs = append(errs, procs[i].stop(grace))
+	}
 	var (
-		wg   sync.WaitGroup
-		errs = make([]error, len(procs))
+		wg         sync.WaitGroup
+		serverErrs = make([]error, len(servers))
 	)
-	for i, p := range procs {
+	for i, p := range servers {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = p.stop(grace) }()
+		go func() { defer wg.Done(); serverErrs[i] = p.stop(grace) }()
 	}
 	wg.Wait()
 	s.stopEPMD(ctx)
-	return errors.Join(errs...)
+	return errors.Join(append(errs, serverErrs...)...)
 }
 
 // WriteEnv writes Env as a shell-sourceable file.
@@ -328,6 +339,7 @@ func (s *Stack) Spawn(name, path string, args, env []string) error {
 	if err != nil {
 		return err
 	}
+	p.server = false
 	s.track(p)
 	return nil
 }
