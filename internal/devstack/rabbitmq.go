@@ -114,7 +114,7 @@ log.file = false
 	s.epmdPort = ports.EPMD
 
 	api := fmt.Sprintf("https://127.0.0.1:%d/api", ports.Management)
-	mgmt, err := managementClient(certs.CACert())
+	mgmt, err := ManagementClient(certs.CACert())
 	if err != nil {
 		return err
 	}
@@ -150,8 +150,9 @@ log.file = false
 	return nil
 }
 
-// managementClient is an HTTPS client that trusts the dev CA.
-func managementClient(caPath string) (*http.Client, error) {
+// ManagementClient is an HTTPS client for the broker's management API that trusts
+// the dev CA.
+func ManagementClient(caPath string) (*http.Client, error) {
 	pem, err := os.ReadFile(caPath)
 	if err != nil {
 		return nil, err

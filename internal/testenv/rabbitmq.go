@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/devstack"
 )
 
 // Broker is a TLS-only RabbitMQ with a vhost of the test's own.
@@ -84,13 +86,11 @@ func RabbitMQ(t testing.TB) Broker {
 		CACert: e["MANTIS_CA_CERT"], ClientCert: e["MANTIS_CLIENT_CERT"], ClientKey: e["MANTIS_CLIENT_KEY"],
 		ManagementURL: e["RABBITMQ_MANAGEMENT_URL"],
 	}
-	pem, err := os.ReadFile(b.CACert)
+	mgmt, err := devstack.ManagementClient(b.CACert)
 	if err != nil {
-		t.Fatalf("testenv: reading CA: %v", err)
+		t.Fatalf("testenv: management client: %v", err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	b.management = &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	b.management = mgmt
 
 	var r [6]byte
 	_, _ = rand.Read(r[:])
