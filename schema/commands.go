@@ -14,19 +14,22 @@ import (
 
 // Command is a command_queue row as a Thorax instance receives it.
 type Command struct {
-	ID            uuid.UUID
-	Target        string
-	Mode          string
-	Command       string
-	Timeout       time.Duration
-	Priority      string
-	LeaseEpoch    int64
-	DeploymentID  *uuid.UUID
-	StepPosition  *int
-	Env           map[string]string
-	WorkingDir    string
-	ListenAddress string
-	MaxRetries    int
+	ID uuid.UUID
+	// DispatchRequestID is the request the command delivers: the agent's idempotency
+	// key, since a redelivery is a new command of the same request.
+	DispatchRequestID uuid.UUID
+	Target            string
+	Mode              string
+	Command           string
+	Timeout           time.Duration
+	Priority          string
+	LeaseEpoch        int64
+	DeploymentID      *uuid.UUID
+	StepPosition      *int
+	Env               map[string]string
+	WorkingDir        string
+	ListenAddress     string
+	MaxRetries        int
 }
 
 // ErrNotHeld is returned when a Thorax instance writes about a command it does not
@@ -80,7 +83,7 @@ func FetchPendingCommands(ctx context.Context, db TxBeginner, r FetchCommandsReq
 		SET status = 'running', holder_instance_id = $1, lease_epoch = c.lease_epoch + 1, claimed_at = now()
 		FROM due, targets t
 		WHERE c.id = due.id AND t.id = c.target_id
-		RETURNING c.id, t.name, t.mode, c.command, c.timeout, c.priority, c.lease_epoch, c.deployment_id, c.step_position,
+		RETURNING c.id, c.dispatch_request_id, t.name, t.mode, c.command, c.timeout, c.priority, c.lease_epoch, c.deployment_id, c.step_position,
 		          c.env, coalesce(c.working_dir, ''), coalesce(t.address, ''), c.max_retries, c.priority_rank, c.created_at`,
 		r.InstanceID, r.PollTargets, max(r.Max, 1), r.CommandIDs)
 	if err != nil {
@@ -98,7 +101,7 @@ func FetchPendingCommands(ctx context.Context, db TxBeginner, r FetchCommandsReq
 			step *int32
 			env  []byte
 		)
-		if err := rows.Scan(&c.ID, &c.Target, &c.Mode, &c.Command.Command, &c.Timeout, &c.Priority, &c.LeaseEpoch, &c.DeploymentID, &step,
+		if err := rows.Scan(&c.ID, &c.DispatchRequestID, &c.Target, &c.Mode, &c.Command.Command, &c.Timeout, &c.Priority, &c.LeaseEpoch, &c.DeploymentID, &step,
 			&env, &c.WorkingDir, &c.ListenAddress, &c.MaxRetries, &c.rank, &c.created); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("claiming commands: %w", err)

@@ -141,7 +141,7 @@ func commandToProto(c schema.Command) *mantisv1.Command {
 	pc := &mantisv1.Command{
 		Id: c.ID.String(), Target: c.Target, Mode: c.Mode, Command: c.Command, Timeout: durationpb.New(c.Timeout),
 		Priority: c.Priority, LeaseEpoch: c.LeaseEpoch, Env: c.Env, WorkingDir: c.WorkingDir,
-		ListenAddress: c.ListenAddress, MaxRetries: int32(c.MaxRetries),
+		ListenAddress: c.ListenAddress, MaxRetries: int32(c.MaxRetries), DispatchRequestId: c.DispatchRequestID.String(),
 	}
 	if c.DeploymentID != nil {
 		pc.DeploymentId = c.DeploymentID.String()

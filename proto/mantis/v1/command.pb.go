@@ -53,9 +53,13 @@ type Command struct {
 	// listen_address is the listen-mode agent's gRPC endpoint (host:port); empty in poll mode.
 	ListenAddress string `protobuf:"bytes,12,opt,name=listen_address,json=listenAddress,proto3" json:"listen_address,omitempty"`
 	// max_retries is the retry budget left for the command (seed "Retry Behaviour").
-	MaxRetries    int32 `protobuf:"varint,13,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxRetries int32 `protobuf:"varint,13,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
+	// dispatch_request_id is the dispatch request the command delivers. A redelivery of
+	// the request is a new command with a new id but the same dispatch_request_id, so the
+	// agent keys its runs on it: a request runs at most once on the host.
+	DispatchRequestId string `protobuf:"bytes,14,opt,name=dispatch_request_id,json=dispatchRequestId,proto3" json:"dispatch_request_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -179,6 +183,13 @@ func (x *Command) GetMaxRetries() int32 {
 	return 0
 }
 
+func (x *Command) GetDispatchRequestId() string {
+	if x != nil {
+		return x.DispatchRequestId
+	}
+	return ""
+}
+
 // CommandResult is what running a command produced.
 type CommandResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -292,7 +303,7 @@ var File_mantis_v1_command_proto protoreflect.FileDescriptor
 
 const file_mantis_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x17mantis/v1/command.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x03\n" +
+	"\x17mantis/v1/command.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x04\n" +
 	"\aCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x12\n" +
@@ -310,7 +321,8 @@ const file_mantis_v1_command_proto_rawDesc = "" +
 	"workingDir\x12%\n" +
 	"\x0elisten_address\x18\f \x01(\tR\rlistenAddress\x12\x1f\n" +
 	"\vmax_retries\x18\r \x01(\x05R\n" +
-	"maxRetries\x1a6\n" +
+	"maxRetries\x12.\n" +
+	"\x13dispatch_request_id\x18\x0e \x01(\tR\x11dispatchRequestId\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x02\n" +

@@ -140,12 +140,19 @@ func (x *PollCommandsResponse) GetCancelCommandIds() []string {
 }
 
 type ReportResultRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Target        string                 `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
-	CommandId     string                 `protobuf:"bytes,2,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
-	Result        *CommandResult         `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Target    string                 `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	CommandId string                 `protobuf:"bytes,2,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
+	Result    *CommandResult         `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
+	// lease_epoch is the epoch of the command as the agent received it. With it, any
+	// Thorax instance can forward the result to Mandible, which records it while that
+	// epoch is still current: a result survives the restart of the Thorax that handed
+	// the command out.
+	LeaseEpoch int64 `protobuf:"varint,4,opt,name=lease_epoch,json=leaseEpoch,proto3" json:"lease_epoch,omitempty"`
+	// dispatch_request_id is the command's dispatch request, as the agent received it.
+	DispatchRequestId string `protobuf:"bytes,5,opt,name=dispatch_request_id,json=dispatchRequestId,proto3" json:"dispatch_request_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ReportResultRequest) Reset() {
@@ -199,6 +206,20 @@ func (x *ReportResultRequest) GetResult() *CommandResult {
 	return nil
 }
 
+func (x *ReportResultRequest) GetLeaseEpoch() int64 {
+	if x != nil {
+		return x.LeaseEpoch
+	}
+	return 0
+}
+
+func (x *ReportResultRequest) GetDispatchRequestId() string {
+	if x != nil {
+		return x.DispatchRequestId
+	}
+	return ""
+}
+
 type ReportResultResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -246,12 +267,15 @@ const file_mantis_v1_thorax_proto_rawDesc = "" +
 	"\x04wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"t\n" +
 	"\x14PollCommandsResponse\x12.\n" +
 	"\bcommands\x18\x01 \x03(\v2\x12.mantis.v1.CommandR\bcommands\x12,\n" +
-	"\x12cancel_command_ids\x18\x02 \x03(\tR\x10cancelCommandIds\"~\n" +
+	"\x12cancel_command_ids\x18\x02 \x03(\tR\x10cancelCommandIds\"\xcf\x01\n" +
 	"\x13ReportResultRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x02 \x01(\tR\tcommandId\x120\n" +
-	"\x06result\x18\x03 \x01(\v2\x18.mantis.v1.CommandResultR\x06result\"\x16\n" +
+	"\x06result\x18\x03 \x01(\v2\x18.mantis.v1.CommandResultR\x06result\x12\x1f\n" +
+	"\vlease_epoch\x18\x04 \x01(\x03R\n" +
+	"leaseEpoch\x12.\n" +
+	"\x13dispatch_request_id\x18\x05 \x01(\tR\x11dispatchRequestId\"\x16\n" +
 	"\x14ReportResultResponse2\xb1\x01\n" +
 	"\rThoraxService\x12O\n" +
 	"\fPollCommands\x12\x1e.mantis.v1.PollCommandsRequest\x1a\x1f.mantis.v1.PollCommandsResponse\x12O\n" +
