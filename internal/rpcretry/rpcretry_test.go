@@ -1,0 +1,35 @@
+package rpcretry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mantis-deploy/mantis/internal/rpcretry"
+)
+
+func TestRetryableFollowsWhatTheCodeMeans(t *testing.T) {
+	t.Parallel()
+
+	retry := []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted,
+		codes.Aborted, codes.Unknown, codes.Internal}
+	refused := []codes.Code{codes.OK, codes.Canceled, codes.InvalidArgument, codes.NotFound,
+		codes.AlreadyExists, codes.PermissionDenied, codes.FailedPrecondition, codes.OutOfRange,
+		codes.Unimplemented, codes.Unauthenticated, codes.DataLoss}
+	for _, c := range retry {
+		require.True(t, rpcretry.Retryable(status.Error(c, "x")), "%s", c)
+		require.True(t, rpcretry.Retryable(fmt.Errorf("calling: %w", status.Error(c, "x"))), "wrapped %s", c)
+	}
+	for _, c := range refused {
+		require.False(t, rpcretry.Retryable(status.Error(c, "x")), "%s", c)
+	}
+	require.False(t, rpcretry.Retryable(nil))
+	require.False(t, rpcretry.Retryable(context.Canceled))
+	require.True(t, rpcretry.Retryable(context.DeadlineExceeded))
+	require.True(t, rpcretry.Retryable(errors.New("connection reset by peer")), "an error without a status is the transport's")
+}
