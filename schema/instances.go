@@ -11,10 +11,15 @@ import (
 
 // RegisterInstance records a starting Thorax instance and returns the id Mandible
 // issues for it.
-func RegisterInstance(ctx context.Context, db DB, name, version string) (uuid.UUID, error) {
+func RegisterInstance(ctx context.Context, db TxBeginner, name, version string) (uuid.UUID, error) {
 	id := uuid.Must(uuid.NewV7())
 	if _, err := db.Exec(ctx, `INSERT INTO thorax_instances (id, name, version) VALUES ($1, $2, $3)`, id, name, version); err != nil {
 		return uuid.Nil, fmt.Errorf("registering thorax instance %s: %w", name, err)
+	}
+	// Listen targets that no live instance serves (their Thorax died while no other
+	// was live) are this one's now: a target is never stranded.
+	if _, err := AssignListenTargets(ctx, db); err != nil {
+		return uuid.Nil, err
 	}
 	return id, nil
 }
@@ -27,10 +32,22 @@ type HeartbeatReply struct {
 	Cancelled []uuid.UUID
 }
 
+// HeartbeatRequest is one heartbeat of a Thorax instance.
+type HeartbeatRequest struct {
+	Instance uuid.UUID
+	// Replica is the Mandible replica that received the heartbeat.
+	Replica     string
+	PollTargets []string
+	Draining    bool
+}
+
 // Heartbeat keeps instance live (or draining) and records the poll-mode targets whose
 // agents poll it: unknown ones are registered as poll-mode targets, known ones move to
-// this instance. It returns ErrInstanceDead for an instance that must register again.
-func Heartbeat(ctx context.Context, db TxBeginner, instance uuid.UUID, pollTargets []string, draining bool) (HeartbeatReply, error) {
+// this instance. A draining instance's listen targets move to a live instance at once,
+// so their next commands do not wait for the drain. It returns ErrInstanceDead for an
+// instance that must register again.
+func Heartbeat(ctx context.Context, db TxBeginner, r HeartbeatRequest) (HeartbeatReply, error) {
+	instance, pollTargets, draining := r.Instance, r.PollTargets, r.Draining
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return HeartbeatReply{}, err
@@ -41,8 +58,8 @@ func Heartbeat(ctx context.Context, db TxBeginner, instance uuid.UUID, pollTarge
 		status = "draining"
 	}
 	tag, err := tx.Exec(ctx, `
-		UPDATE thorax_instances SET last_heartbeat_at = now(), status = $2
-		WHERE id = $1 AND status <> 'dead'`, instance, status)
+		UPDATE thorax_instances SET last_heartbeat_at = now(), status = $2, heartbeat_replica = nullif($3, '')
+		WHERE id = $1 AND status <> 'dead'`, instance, status, r.Replica)
 	if err != nil {
 		return HeartbeatReply{}, fmt.Errorf("recording heartbeat: %w", err)
 	}
@@ -62,6 +79,11 @@ func Heartbeat(ctx context.Context, db TxBeginner, instance uuid.UUID, pollTarge
 			WHERE targets.mode = 'poll' AND targets.deregistered_at IS NULL
 			  AND targets.assigned_instance_id IS DISTINCT FROM $1`, instance, pollTargets); err != nil {
 			return HeartbeatReply{}, fmt.Errorf("recording poll targets: %w", err)
+		}
+	}
+	if draining {
+		if _, err := AssignListenTargets(ctx, tx); err != nil {
+			return HeartbeatReply{}, err
 		}
 	}
 	var reply HeartbeatReply
@@ -97,16 +119,31 @@ type DeadInstance struct {
 	FailedDeployments []uuid.UUID `json:"failed_deployments"`
 }
 
-// MarkDeadInstances marks instances silent for longer than timeout as dead, in one
-// transaction per instance: their listen-mode targets are reassigned to the live
-// instance with the fewest targets, the commands running on them are lost, and the
-// dispatch requests and deployments those belonged to are failed — not retried (seed:
-// Thorax failure is handled separately). Events record the reassignments and failures.
-// Safe to run from every replica.
-func MarkDeadInstances(ctx context.Context, db TxBeginner, timeout time.Duration) ([]DeadInstance, error) {
+// DeathRules say when a silent Thorax instance is dead.
+type DeathRules struct {
+	// Timeout is the heartbeat silence after which an instance is dead.
+	Timeout time.Duration
+	// ReplicaGoneAfter is the silence after which a Mandible replica is gone. An
+	// instance whose latest heartbeat went through a replica that is stalled or
+	// stopped but not gone, or that recovered less than Timeout ago, is spared: it has
+	// not had a full Timeout in which it could reach a working Mandible.
+	ReplicaGoneAfter time.Duration
+	// BeforeCommit, when set, runs before each verdict commits; an error rolls the
+	// verdict back. The monitor refuses a verdict reached across a stall of its own.
+	BeforeCommit func() error
+}
+
+// MarkDeadInstances marks instances silent for longer than the rules allow as dead,
+// in one transaction per instance: their listen-mode targets are reassigned to the
+// live instance with the fewest targets, the commands running on them are lost, and
+// the dispatch requests and deployments those belonged to are failed — not retried
+// (seed: Thorax failure is handled separately) — with a notice for each deployment's
+// workflow. Events record the reassignments and failures. Safe to run from every
+// replica.
+func MarkDeadInstances(ctx context.Context, db TxBeginner, rules DeathRules) ([]DeadInstance, error) {
 	var out []DeadInstance
 	for {
-		d, ok, err := markOneDead(ctx, db, timeout)
+		d, ok, err := markOneDead(ctx, db, rules)
 		if err != nil || !ok {
 			return out, err
 		}
@@ -114,19 +151,27 @@ func MarkDeadInstances(ctx context.Context, db TxBeginner, timeout time.Duration
 	}
 }
 
-func markOneDead(ctx context.Context, db TxBeginner, timeout time.Duration) (DeadInstance, bool, error) {
+func markOneDead(ctx context.Context, db TxBeginner, rules DeathRules) (DeadInstance, bool, error) {
+	timeout := rules.Timeout
+	goneAfter := max(rules.ReplicaGoneAfter, timeout)
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return DeadInstance{}, false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	d := DeadInstance{Reassigned: map[string]*uuid.UUID{}}
+	// The instance's serving replica spares it while that replica is neither gone
+	// nor fresh and healthy for a whole timeout.
 	err = tx.QueryRow(ctx, `
 		UPDATE thorax_instances SET status = 'dead', died_at = now()
-		WHERE id = (SELECT id FROM thorax_instances
-		            WHERE status <> 'dead' AND last_heartbeat_at < now() - make_interval(secs => $1)
-		            ORDER BY last_heartbeat_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING id, name`, timeout.Seconds()).Scan(&d.ID, &d.Name)
+		WHERE id = (SELECT i.id FROM thorax_instances i
+		            LEFT JOIN mandible_replicas r ON r.id = i.heartbeat_replica
+		            WHERE i.status <> 'dead' AND i.last_heartbeat_at < now() - make_interval(secs => $1)
+		              AND NOT coalesce(r.ended_at IS NULL AND r.last_seen_at >= now() - make_interval(secs => $2)
+		                               AND NOT (r.stopped_at IS NULL AND r.last_seen_at >= now() - make_interval(secs => $1)
+		                                        AND r.healthy_since <= now() - make_interval(secs => $1)), false)
+		            ORDER BY i.last_heartbeat_at LIMIT 1 FOR UPDATE OF i SKIP LOCKED)
+		RETURNING id, name`, timeout.Seconds(), goneAfter.Seconds()).Scan(&d.ID, &d.Name)
 	if err != nil {
 		if notFound(err) == ErrNotFound {
 			return DeadInstance{}, false, nil
@@ -217,9 +262,18 @@ func markOneDead(ctx context.Context, db TxBeginner, timeout time.Duration) (Dea
 			continue
 		}
 		d.FailedDeployments = append(d.FailedDeployments, dep)
+		why := "thorax instance " + d.Name + " failed with commands in flight; not retried"
 		if err := InsertEvent(ctx, tx, &dep, "deployment.failed", map[string]any{
-			"deployment_id": dep, "reason": "thorax instance " + d.Name + " failed with commands in flight; not retried", "instance_id": d.ID,
+			"deployment_id": dep, "reason": why, "instance_id": d.ID,
 		}); err != nil {
+			return DeadInstance{}, false, err
+		}
+		if err := addWorkflowNotice(ctx, tx, dep, why); err != nil {
+			return DeadInstance{}, false, err
+		}
+	}
+	if rules.BeforeCommit != nil {
+		if err := rules.BeforeCommit(); err != nil {
 			return DeadInstance{}, false, err
 		}
 	}

@@ -191,6 +191,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		DB:               pool,
 		Logger:           logger,
 		HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
+		ReplicaID:        cfg.ReplicaID,
 	})
 
 	events := sse.NewBroker(sse.BrokerOptions{DB: pool, Logger: logger})
@@ -255,7 +256,13 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	g.Go(func() error { return hub.Run(gctx) })
 	g.Go(func() error { return events.Run(gctx) })
 	g.Go(func() error {
-		return workers.RunThoraxMonitor(gctx, pool, cfg.Thorax.HeartbeatTimeout.Duration, logger)
+		return workers.NewMonitor(workers.MonitorOptions{
+			DB: pool, Temporal: temporal, Namespace: cfg.Temporal.Namespace, ReplicaID: cfg.ReplicaID,
+			HeartbeatTimeout:  cfg.Thorax.HeartbeatTimeout.Duration,
+			ResultGrace:       cfg.Thorax.ResultGrace.Duration,
+			ProcessingTimeout: cfg.Dispatch.ProcessingTimeout.Duration,
+			Logger:            logger,
+		}).Run(gctx)
 	})
 	g.Go(func() error {
 		logger.InfoContext(gctx, "serving gRPC", "addr", grpcListener.Addr().String())

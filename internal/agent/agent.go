@@ -2,7 +2,10 @@
 //
 // A Runner runs each command as `shell -c command` in a process group of its
 // own, with a timeout, environment and working directory, keeps the tail of
-// its output, and kills the whole group on timeout or cancel. The agent
+// its output, and kills the whole group on timeout or cancel. It runs each
+// dispatch request at most once on the host: a Journal on disk records every
+// run's start and result by request id, so a redelivery joins the run or gets
+// its result, across restarts too. The agent
 // reaches Thorax one of two ways: a Poller long-polls Thorax's ThoraxService
 // (poll mode), or a Server serves AgentService for Thorax to call (listen
 // mode). Run wires either from the configuration.
@@ -28,10 +31,15 @@ const grpcStopTimeout = 5 * time.Second
 // Run serves as cfg.Mode says until ctx is done, then stops gracefully: it
 // takes no new commands, gives running ones exec.stop_timeout to finish, then
 // kills their process groups. cfg must be valid. Run returns an error only
-// when it cannot start or cannot serve.
+// when it cannot start (the journal included) or cannot serve.
 func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 	logger = logger.With("target", cfg.Name, "mode", cfg.Mode)
-	runner := NewRunner(cfg.Exec, logger)
+	journal, err := OpenJournal(cfg.JournalDir(), nil)
+	if err != nil {
+		return fmt.Errorf("opening journal.dir %s: %w", cfg.JournalDir(), err)
+	}
+	logger.InfoContext(ctx, "journal open", "journal_dir", journal.Dir(), "unreported_results", len(journal.Pending()))
+	runner := NewRunner(cfg.Exec, journal, logger)
 	switch cfg.Mode {
 	case config.ModePoll:
 		if cfg.Thorax.Insecure {

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
 	"github.com/mantis-deploy/mantis/internal/config"
@@ -34,8 +36,17 @@ func execConfig(change func(*config.Exec)) config.Exec {
 	return cfg
 }
 
+// newRunner returns a Runner journaling in a directory of the test's own.
 func newRunner(t *testing.T, change func(*config.Exec)) *agent.Runner {
-	return agent.NewRunner(execConfig(change), testLogger(t))
+	return agent.NewRunner(execConfig(change), openJournal(t, t.TempDir(), nil), testLogger(t))
+}
+
+// openJournal opens the journal in dir with the clock now (time.Now when nil).
+func openJournal(t *testing.T, dir string, now func() time.Time) *agent.Journal {
+	t.Helper()
+	j, err := agent.OpenJournal(dir, now)
+	require.NoError(t, err)
+	return j
 }
 
 // command returns a well-formed command with a fresh id.
@@ -96,4 +107,30 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 		require.FailNow(t, "nothing arrived in 20s")
 		panic("unreachable")
 	}
+}
+
+// withRequest gives cmd a dispatch request id of its own.
+func withRequest(cmd *mantisv1.Command) *mantisv1.Command {
+	cmd.DispatchRequestId = uuid.NewString()
+	return cmd
+}
+
+// redeliver returns cmd as a redelivery of its dispatch request: a new
+// command id and a later lease, the same request.
+func redeliver(cmd *mantisv1.Command) *mantisv1.Command {
+	again := proto.CloneOf(cmd)
+	again.Id = uuid.NewString()
+	again.LeaseEpoch = cmd.LeaseEpoch + 1
+	return again
+}
+
+// readFile returns the file's content, "" when it does not exist.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	require.NoError(t, err)
+	return string(b)
 }

@@ -37,6 +37,11 @@ func ValidateCommand(cmd *mantisv1.Command) error {
 	} else if _, err := uuid.Parse(cmd.GetId()); err != nil {
 		add("id", "must be a UUID, got %q", cmd.GetId())
 	}
+	if rid := cmd.GetDispatchRequestId(); rid != "" {
+		if _, err := uuid.Parse(rid); err != nil {
+			add("dispatch_request_id", "must be a UUID when set, got %q", rid)
+		}
+	}
 	switch text := cmd.GetCommand(); {
 	case strings.TrimSpace(text) == "":
 		add("command", "required")

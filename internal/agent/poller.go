@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,7 +9,6 @@ import (
 
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/rpcretry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -56,10 +55,19 @@ type Poller struct {
 	results     chan report
 }
 
-// report is a result waiting to be reported.
+// report is a result waiting to be reported under a command's id and lease.
 type report struct {
-	commandID string
-	result    *mantisv1.CommandResult
+	key               string // the run's journal key; "" for a command never run
+	commandID         string
+	leaseEpoch        int64
+	dispatchRequestID string
+	result            *mantisv1.CommandResult
+}
+
+// reportOf is the report of res to the command cmd, whose run key is key.
+func reportOf(key string, cmd *mantisv1.Command, res *mantisv1.CommandResult) report {
+	return report{key: key, commandID: cmd.GetId(), leaseEpoch: cmd.GetLeaseEpoch(),
+		dispatchRequestID: cmd.GetDispatchRequestId(), result: res}
 }
 
 // NewPoller returns a Poller for the agent cfg (mode poll) that runs commands
@@ -113,10 +121,12 @@ func ThoraxCredentials(cfg config.Endpoint) (credentials.TransportCredentials, e
 	return credentials.NewTLS(tc), nil
 }
 
-// Run polls until ctx is done and never gives up on Thorax before that. Then
-// it stops asking for work, gives running commands exec.stop_timeout before
-// killing their process groups, reports what it can within a few seconds,
-// closes the connection and returns. A Poller runs once.
+// Run first queues the results that the journal holds unacknowledged (from
+// before a restart), then polls until ctx is done and never gives up on
+// Thorax before that. Then it stops asking for work, gives running commands
+// exec.stop_timeout before killing their process groups, reports what it can
+// within a few seconds, closes the connection and returns; results still
+// unacknowledged stay in the journal for the next start. A Poller runs once.
 func (p *Poller) Run(ctx context.Context) error {
 	defer p.conn.Close()
 	reportCtx, stopReports := context.WithCancel(context.WithoutCancel(ctx))
@@ -127,6 +137,15 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 
 	var commands sync.WaitGroup
+	if pending := p.runner.journal.Pending(); len(pending) > 0 {
+		p.logger.InfoContext(ctx, "reporting results journaled before a restart", "results", len(pending))
+		commands.Go(func() {
+			for _, pr := range pending {
+				p.enqueue(reportCtx, report{key: pr.Key, commandID: pr.CommandID, leaseEpoch: pr.LeaseEpoch,
+					dispatchRequestID: pr.DispatchRequestID, result: pr.Result})
+			}
+		})
+	}
 	p.poll(ctx, reportCtx, &commands)
 
 	p.logger.InfoContext(ctx, "agent stopping: no new commands", "running", cap(p.runner.slots)-p.runner.Free())
@@ -151,7 +170,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		stopReports()
 		<-drained
 		for r := range p.results {
-			p.logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it", "command_id", r.commandID)
+			p.unreported(ctx, r)
 		}
 	}
 	return nil
@@ -209,7 +228,7 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 				if _, err := p.runner.acquire(ctx, 1); err != nil {
 					for _, unrun := range cmds[i:] {
 						commands.Go(func() {
-							p.enqueue(reportCtx, unrun.GetId(), notRun(ErrStopping))
+							p.enqueue(reportCtx, reportOf("", unrun, notRun(ErrStopping)))
 						})
 					}
 					return
@@ -223,38 +242,44 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 	}
 }
 
-// runCommand runs cmd on a slot the caller holds and queues its result. The
-// run ignores ctx: stopping the agent lets it finish within exec.stop_timeout
+// runCommand runs cmd's request on a slot the caller holds, or joins its run,
+// or takes its stored result, and queues the result for cmd. The run ignores
+// ctx: stopping the agent lets it finish within exec.stop_timeout
 // (Runner.Shutdown), it does not kill it at once.
 func (p *Poller) runCommand(ctx, reportCtx context.Context, cmd *mantisv1.Command) {
-	logger := p.logger.With("command_id", cmd.GetId())
-	var res *mantisv1.CommandResult
 	if err := ValidateCommand(cmd); err != nil {
-		logger.WarnContext(ctx, "refusing malformed command", "error", err)
-		res = notRun(err)
-	} else {
-		r, err := p.runner.runHeld(context.WithoutCancel(ctx), cmd)
-		switch {
-		case errors.Is(err, ErrAlreadyRunning):
-			// Thorax handed the same command twice; the run under way reports.
-			logger.WarnContext(ctx, "command handed out twice, running once")
-			return
-		case err != nil:
-			res = notRun(err)
-		default:
-			res = r
-		}
+		p.logger.WarnContext(ctx, "refusing malformed command", "command_id", cmd.GetId(), "error", err)
+		p.enqueue(reportCtx, reportOf("", cmd, notRun(err)))
+		return
 	}
-	p.enqueue(reportCtx, cmd.GetId(), res)
+	key := p.runner.runKey(ctx, cmd)
+	run, err := p.runner.startHeld(context.WithoutCancel(ctx), cmd)
+	if err != nil {
+		p.logger.ErrorContext(ctx, "refusing command", "command_id", cmd.GetId(), "error", err)
+		p.enqueue(reportCtx, reportOf("", cmd, notRun(err)))
+		return
+	}
+	res, _ := run.Wait(context.Background()) // the run always ends: Shutdown kills it at worst
+	p.enqueue(reportCtx, reportOf(key, cmd, res))
 }
 
 // enqueue waits for room in the result buffer, or for reportCtx to end.
-func (p *Poller) enqueue(reportCtx context.Context, id string, res *mantisv1.CommandResult) {
+func (p *Poller) enqueue(reportCtx context.Context, r report) {
 	select {
-	case p.results <- report{commandID: id, result: res}:
+	case p.results <- r:
 	case <-reportCtx.Done():
-		p.logger.ErrorContext(reportCtx, "result dropped: agent stopped before thorax took it", "command_id", id)
+		p.unreported(reportCtx, r)
 	}
+}
+
+// unreported logs a result the agent stops without reporting.
+func (p *Poller) unreported(ctx context.Context, r report) {
+	if r.key != "" {
+		p.logger.WarnContext(ctx, "result not reported before stop: kept in the journal for the next start",
+			"command_id", r.commandID, "run_key", r.key)
+		return
+	}
+	p.logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it", "command_id", r.commandID)
 }
 
 // reportLoop reports queued results until the queue is closed or ctx ends.
@@ -272,48 +297,55 @@ func (p *Poller) reportLoop(ctx context.Context) {
 	}
 }
 
-// deliver reports one result, retrying with backoff until Thorax takes it,
-// refuses it for good, or ctx ends.
+// deliver reports one result under its command's id, lease epoch and
+// dispatch request id, retrying every transient failure with backoff until
+// Thorax takes it, refuses it for good, or ctx ends. Taken or refused, the
+// journal stops owing it; otherwise it stays owed for the next start.
 func (p *Poller) deliver(ctx context.Context, r report) {
-	logger := p.logger.With("command_id", r.commandID)
+	logger := p.logger.With("command_id", r.commandID, "dispatch_request_id", r.dispatchRequestID)
 	retry := newRetryBackoff()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, reportTimeout)
 		_, err := p.client.ReportResult(callCtx, &mantisv1.ReportResultRequest{
-			Target:    p.target,
-			CommandId: r.commandID,
-			Result:    r.result,
+			Target:            p.target,
+			CommandId:         r.commandID,
+			Result:            r.result,
+			LeaseEpoch:        r.leaseEpoch,
+			DispatchRequestId: r.dispatchRequestID,
 		})
 		cancel()
 		switch {
 		case err == nil:
 			logger.DebugContext(ctx, "result reported")
-			return
-		case refusedForGood(err):
-			logger.ErrorContext(ctx, "thorax refused result", "error", err)
+			p.acknowledged(ctx, r)
 			return
 		case ctx.Err() != nil:
-			logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it")
+			p.unreported(ctx, r)
+			return
+		case !rpcretry.Retryable(err):
+			logger.ErrorContext(ctx, "thorax refused result", "error", err, "code", status.Code(err).String())
+			p.acknowledged(ctx, r)
 			return
 		}
 		delay := retry.Next()
 		logger.WarnContext(ctx, "reporting result failed", "error", err, "retry_in", delay)
 		if !backoff.Sleep(ctx, delay) {
-			logger.ErrorContext(ctx, "result dropped: agent stopped before thorax took it")
+			p.unreported(ctx, r)
 			return
 		}
 	}
 }
 
-// refusedForGood says whether retrying a ReportResult that failed with err is
-// pointless: Thorax understood the call and said no.
-func refusedForGood(err error) bool {
-	switch status.Code(err) {
-	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists,
-		codes.FailedPrecondition, codes.OutOfRange, codes.Unimplemented:
-		return true
+// acknowledged records that Thorax answered r for good.
+func (p *Poller) acknowledged(ctx context.Context, r report) {
+	if r.key == "" {
+		return
 	}
-	return false
+	if err := p.runner.journal.Acknowledge(r.key, r.commandID); err != nil {
+		// At worst the result is reported again after a restart, which
+		// Thorax and Mandible take as the duplicate it is.
+		p.logger.WarnContext(ctx, "journaling an acknowledged result failed", "command_id", r.commandID, "error", err)
+	}
 }
 
 // notRun is the result of a command the agent did not run.

@@ -141,13 +141,14 @@ func setupPoll(t *testing.T, change func(*config.Agent)) *pollSetup {
 	cfg.Exec = execConfig(nil)
 	cert, key := certs.Pair("agent")
 	cfg.Thorax = config.Endpoint{Address: s.addr, TLS: config.TLS{CACertPath: certs.CACert(), CertPath: cert, KeyPath: key}}
+	cfg.Journal.Dir = t.TempDir()
 	if change != nil {
 		change(&cfg)
 	}
 	require.NoError(t, cfg.Validate())
 
 	logger := slog.New(slog.NewTextHandler(io.MultiWriter(t.Output(), s.logs), nil))
-	p, err := agent.NewPoller(cfg, agent.NewRunner(cfg.Exec, logger), logger)
+	p, err := agent.NewPoller(cfg, agent.NewRunner(cfg.Exec, openJournal(t, cfg.Journal.Dir, nil), logger), logger)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel

@@ -3,19 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
-	"maps"
-	"os"
-	"os/exec"
 	"slices"
 	"sync"
-	"syscall"
-	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -26,75 +18,206 @@ var (
 	ErrBusy = errors.New("agent busy: every run slot is taken")
 	// ErrStopping is returned once Shutdown has begun.
 	ErrStopping = errors.New("agent stopping: no new commands")
-	// ErrAlreadyRunning is returned for a command whose id is running already.
-	ErrAlreadyRunning = errors.New("a command with this id is running already")
 )
 
-// outputDrainTimeout bounds the wait for the last output once every process
-// of the group is gone: only a process that left the group (setsid) and kept
-// the output pipe can hold it longer, and it is not waited for.
-const outputDrainTimeout = time.Second
+// commandKeyPrefix starts the run key of a command that carries no dispatch
+// request id (from a Mandible older than the field): its own id stands in.
+const commandKeyPrefix = "command-"
 
 // Runner runs commands on this host, each as `shell -c command` in a process
-// group of its own, at most exec.max_concurrent at once.
+// group of its own, at most exec.max_concurrent at once, and each dispatch
+// request at most once: its runs are keyed on the dispatch request id and
+// recorded in a Journal, so a redelivery of a request joins the run under
+// way or gets the stored result, even across restarts.
 type Runner struct {
-	cfg    config.Exec
-	logger *slog.Logger
+	cfg     config.Exec
+	journal *Journal
+	logger  *slog.Logger
 	// slots holds one token per running (or reserved) command.
 	slots chan struct{}
+	// noRequestID logs, once, that commands come without a request id.
+	noRequestID sync.Once
 
 	mu       sync.Mutex
-	running  map[string]*execution
+	flights  map[string]*flight    // by run key: the runs under way
+	running  map[string]*execution // by command id, every delivery of a run under way
 	stopping bool
-	wg       sync.WaitGroup // one per entry of running
+	wg       sync.WaitGroup // one per entry of flights
 }
 
-// execution is the handle Cancel and Shutdown use on a running command.
-type execution struct {
-	stop   chan struct{} // closed to kill the command's process group
-	once   sync.Once
-	reason string // why it was stopped, "" for Cancel; set before stop closes
+// flight is one run of a dispatch request, which every delivery of the
+// request waits on.
+type flight struct {
+	key  string
+	ex   *execution
+	ids  []string // the command ids that delivered it, keys of Runner.running
+	done chan struct{}
+	res  *mantisv1.CommandResult // set before done closes
 }
 
-func (e *execution) kill(reason string) {
-	e.once.Do(func() {
-		e.reason = reason
-		close(e.stop)
-	})
+// RunHandle is a caller's handle on the run of its command's dispatch request: one
+// it started, one under way it joined, or one that finished before.
+type RunHandle struct {
+	f       *flight
+	started bool
 }
 
-// NewRunner returns a Runner bounded by cfg, which must be valid.
-func NewRunner(cfg config.Exec, logger *slog.Logger) *Runner {
+// Started reports whether this call started the command's process; false
+// means the request had run, or was running, already.
+func (run *RunHandle) Started() bool { return run.started }
+
+// Wait returns the run's result once it is over, or ctx's error first.
+// Giving up waiting does not stop the run.
+func (run *RunHandle) Wait(ctx context.Context) (*mantisv1.CommandResult, error) {
+	select {
+	case <-run.f.done:
+		return proto.CloneOf(run.f.res), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// NewRunner returns a Runner bounded by cfg, which must be valid, that
+// records its runs in journal.
+func NewRunner(cfg config.Exec, journal *Journal, logger *slog.Logger) *Runner {
 	return &Runner{
 		cfg:     cfg,
+		journal: journal,
 		logger:  logger,
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
+		flights: map[string]*flight{},
 		running: map[string]*execution{},
 	}
 }
 
-// Run runs cmd to completion, timeout or cancellation and returns its result.
-// It fails at once, without running anything, with an *InvalidCommandError,
-// ErrBusy, ErrAlreadyRunning or ErrStopping. Cancelling ctx kills the
-// command's process group and the result says cancelled.
-func (r *Runner) Run(ctx context.Context, cmd *mantisv1.Command) (*mantisv1.CommandResult, error) {
+// Start starts the run of cmd's dispatch request on a free slot, or joins the
+// run of that request under way, or returns its stored result, without
+// waiting. It fails at once, without running anything, with an
+// *InvalidCommandError, ErrBusy, ErrStopping or an ErrJournalUnavailable. ctx
+// governs the process it starts: cancelling it kills the process group.
+func (r *Runner) Start(ctx context.Context, cmd *mantisv1.Command) (*RunHandle, error) {
 	if err := ValidateCommand(cmd); err != nil {
 		return nil, err
 	}
-	select {
-	case r.slots <- struct{}{}:
-	default:
-		return nil, ErrBusy
+	return r.begin(ctx, cmd, true)
+}
+
+// Run runs cmd as Start does and returns the result once the run is over.
+// When it started the process, cancelling ctx kills the process group and the
+// result says cancelled; when it joined a run, it stops waiting with ctx's
+// error.
+func (r *Runner) Run(ctx context.Context, cmd *mantisv1.Command) (*mantisv1.CommandResult, error) {
+	run, err := r.Start(ctx, cmd)
+	if err != nil {
+		return nil, err
 	}
-	defer r.release(1)
-	return r.runHeld(ctx, cmd)
+	if run.started {
+		return run.Wait(context.WithoutCancel(ctx))
+	}
+	return run.Wait(ctx)
+}
+
+// startHeld is Start on a slot the caller holds; cmd must be valid.
+func (r *Runner) startHeld(ctx context.Context, cmd *mantisv1.Command) (*RunHandle, error) {
+	return r.begin(ctx, cmd, false)
+}
+
+// begin joins, answers from the journal, or starts the run of cmd's request.
+// Journaling the start and registering the run happen under one lock, so
+// two deliveries of a request never both start it.
+func (r *Runner) begin(ctx context.Context, cmd *mantisv1.Command, takeSlot bool) (*RunHandle, error) {
+	key := r.runKey(ctx, cmd)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f := r.flights[key]; f != nil {
+		r.attachLocked(ctx, f, cmd)
+		return &RunHandle{f: f}, nil
+	}
+	if res, ok := r.journal.Lookup(key); ok {
+		r.logger.InfoContext(ctx, "request ran already: returning its result", "command_id", cmd.GetId(), "run_key", key)
+		f := &flight{key: key, done: make(chan struct{}), res: res}
+		close(f.done)
+		return &RunHandle{f: f}, nil
+	}
+	if r.stopping {
+		return nil, ErrStopping
+	}
+	if takeSlot {
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			return nil, ErrBusy
+		}
+	}
+	if err := r.journal.Begin(key, cmd); err != nil {
+		if takeSlot {
+			r.release(1)
+		}
+		return nil, err
+	}
+	f := &flight{key: key, ex: &execution{stop: make(chan struct{})}, ids: []string{cmd.GetId()}, done: make(chan struct{})}
+	r.flights[key] = f
+	r.running[cmd.GetId()] = f.ex
+	r.wg.Add(1)
+	go r.fly(ctx, cmd, f, takeSlot)
+	return &RunHandle{f: f, started: true}, nil
+}
+
+// attachLocked makes cmd another delivery of the run f under way: it waits
+// for f's result, is cancelled with it, and is owed the result too.
+func (r *Runner) attachLocked(ctx context.Context, f *flight, cmd *mantisv1.Command) {
+	r.logger.InfoContext(ctx, "request is running already: joining its run",
+		"command_id", cmd.GetId(), "run_key", f.key, "running_command_id", f.ids[0])
+	if !slices.Contains(f.ids, cmd.GetId()) {
+		f.ids = append(f.ids, cmd.GetId())
+		r.running[cmd.GetId()] = f.ex
+	}
+	if err := r.journal.Attach(f.key, cmd); err != nil {
+		// The run goes on and its result reaches this caller; only a restart
+		// before it is reported would lose the link to this command.
+		r.logger.WarnContext(ctx, "journaling a joined delivery failed", "command_id", cmd.GetId(), "error", err)
+	}
+}
+
+// fly runs f's process, journals its result and hands it to every delivery.
+func (r *Runner) fly(ctx context.Context, cmd *mantisv1.Command, f *flight, slot bool) {
+	defer r.wg.Done()
+	res := r.execute(ctx, cmd, f.ex)
+	if err := r.journal.Finish(f.key, res); err != nil {
+		r.logger.ErrorContext(ctx, "journaling a result failed: a restart before it is reported would fail the run",
+			"command_id", cmd.GetId(), "error", err)
+	}
+	if slot {
+		r.release(1) // before the result is out, so its caller finds the slot free
+	}
+	r.mu.Lock()
+	delete(r.flights, f.key)
+	for _, id := range f.ids {
+		delete(r.running, id)
+	}
+	f.res = res
+	close(f.done)
+	r.mu.Unlock()
+}
+
+// runKey is the idempotency key of cmd's run: its dispatch request id, or
+// its own id when it carries none.
+func (r *Runner) runKey(ctx context.Context, cmd *mantisv1.Command) string {
+	if id := cmd.GetDispatchRequestId(); id != "" {
+		return id
+	}
+	r.noRequestID.Do(func() {
+		r.logger.WarnContext(ctx, "command carries no dispatch_request_id, as from an older mandible: "+
+			"runs are keyed on command ids, so a redelivered request may run again", "command_id", cmd.GetId())
+	})
+	return commandKeyPrefix + cmd.GetId()
 }
 
 // Free returns how many commands could start now.
 func (r *Runner) Free() int { return cap(r.slots) - len(r.slots) }
 
 // acquire reserves between one and max run slots, waiting for the first; the
-// caller runs a command on each with runHeld and gives back the rest.
+// caller runs a command on each with startHeld and gives back the rest.
 func (r *Runner) acquire(ctx context.Context, max int) (int, error) {
 	select {
 	case r.slots <- struct{}{}:
@@ -120,8 +243,9 @@ func (r *Runner) release(n int) {
 	}
 }
 
-// Cancel kills the process group of the running command id; its run returns
-// with cancelled set. It reports whether such a command was running.
+// Cancel kills the process group of the run that the command id delivered;
+// the run returns with cancelled set, to each of its deliveries. It reports
+// whether such a run was under way.
 func (r *Runner) Cancel(id string) bool {
 	r.mu.Lock()
 	ex, ok := r.running[id]
@@ -132,9 +256,9 @@ func (r *Runner) Cancel(id string) bool {
 	return ok
 }
 
-// Shutdown refuses new commands, waits for the running ones until ctx is
-// done, then kills the process groups of those left and waits for their runs
-// to return. It returns how many it killed.
+// Shutdown refuses new runs, waits for the running ones until ctx is done,
+// then kills the process groups of those left and waits for their runs to
+// return. It returns how many it killed.
 func (r *Runner) Shutdown(ctx context.Context) int {
 	r.mu.Lock()
 	r.stopping = true
@@ -150,230 +274,14 @@ func (r *Runner) Shutdown(ctx context.Context) int {
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
-	left := slices.Collect(maps.Values(r.running))
+	left := make([]*execution, 0, len(r.flights))
+	for _, f := range r.flights {
+		left = append(left, f.ex)
+	}
 	r.mu.Unlock()
 	for _, ex := range left {
 		ex.kill("agent stopping: killed after exec.stop_timeout")
 	}
 	<-done
 	return len(left)
-}
-
-// runHeld runs cmd on a slot the caller holds.
-func (r *Runner) runHeld(ctx context.Context, cmd *mantisv1.Command) (*mantisv1.CommandResult, error) {
-	ex := &execution{stop: make(chan struct{})}
-	r.mu.Lock()
-	switch {
-	case r.stopping:
-		r.mu.Unlock()
-		return nil, ErrStopping
-	case r.running[cmd.GetId()] != nil:
-		r.mu.Unlock()
-		return nil, ErrAlreadyRunning
-	}
-	r.running[cmd.GetId()] = ex
-	r.wg.Add(1)
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.running, cmd.GetId())
-		r.mu.Unlock()
-		r.wg.Done()
-	}()
-	return r.execute(ctx, cmd, ex), nil
-}
-
-// execute runs one command and always returns a result.
-func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *execution) *mantisv1.CommandResult {
-	timeout := r.cfg.DefaultTimeout.Duration
-	if cmd.GetTimeout() != nil {
-		timeout = cmd.GetTimeout().AsDuration()
-	}
-	dir := cmd.GetWorkingDir()
-	if dir == "" {
-		dir = r.cfg.WorkingDir
-	}
-	logger := r.logger.With("command_id", cmd.GetId())
-	res := &mantisv1.CommandResult{ExitCode: -1, StartedAt: timestamppb.Now()}
-	finish := func() *mantisv1.CommandResult {
-		res.FinishedAt = timestamppb.Now()
-		logger.InfoContext(ctx, "command finished",
-			"exit_code", res.ExitCode,
-			"duration", res.FinishedAt.AsTime().Sub(res.StartedAt.AsTime()),
-			"timed_out", res.TimedOut,
-			"cancelled", res.Cancelled,
-			"output_bytes", len(res.Output),
-			"output_truncated", res.OutputTruncated,
-			"error", res.Error)
-		return res
-	}
-
-	if dir != "" {
-		// Checked here because a failed chdir in the child reads as the
-		// shell not existing.
-		if _, err := os.Stat(dir); err != nil {
-			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-				err = pe.Err
-			}
-			res.Error = fmt.Sprintf("working directory %s: %v", dir, err)
-			return finish()
-		}
-	}
-
-	// A pipe of our own rather than an io.Writer: os/exec would then wait for
-	// every holder of the pipe, background children included, before Wait
-	// returned, and a timeout could not fire while it waited.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		res.Error = fmt.Sprintf("creating output pipe: %v", err)
-		return finish()
-	}
-	defer pr.Close()
-	c := exec.Command(r.cfg.Shell, "-c", cmd.GetCommand())
-	c.Dir = dir
-	c.Env = environ(cmd.GetEnv())
-	c.Stdout, c.Stderr = pw, pw
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = c.Start()
-	pw.Close()
-	if err != nil {
-		res.Error = fmt.Sprintf("starting %s: %v", r.cfg.Shell, err)
-		return finish()
-	}
-	logger.DebugContext(ctx, "command started", "pid", c.Process.Pid, "timeout", timeout)
-
-	out := newTailBuffer(r.cfg.OutputLimitBytes)
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		_, _ = io.Copy(out, pr)
-	}()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		defer close(exited)
-		waitErr = c.Wait()
-	}()
-
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	kill := true
-	select {
-	case <-exited:
-		kill = false
-	case <-timer.C:
-		res.TimedOut = true
-		res.Error = fmt.Sprintf("timed out after %s", timeout)
-	case <-ctx.Done():
-		res.Cancelled = true
-		res.Error = fmt.Sprintf("run abandoned by its caller: %v", context.Cause(ctx))
-	case <-ex.stop:
-		res.Cancelled = true
-		res.Error = ex.reason
-	}
-	r.reap(ctx, logger, c.Process, kill, exited, readDone, pr)
-	res.Output, res.OutputTruncated = out.Tail()
-
-	if !kill {
-		state := c.ProcessState
-		var ws syscall.WaitStatus
-		if state != nil {
-			ws, _ = state.Sys().(syscall.WaitStatus)
-		}
-		switch {
-		case state == nil:
-			res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
-		case state.Exited():
-			res.ExitCode = int32(state.ExitCode())
-		case ws.Signaled():
-			// Killed from outside the agent (the OOM killer, an operator):
-			// it did not exit on its own, so the exit code stays -1.
-			res.Error = "terminated by signal: " + ws.Signal().String()
-		default:
-			res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
-		}
-	}
-	return finish()
-}
-
-// reap makes sure no process of the command's group is left. With kill set
-// (timeout, cancel) it signals the group at once; otherwise the shell has
-// exited and only processes it left behind, if any, are signalled. SIGTERM
-// first, SIGKILL once exec.kill_grace has passed or everything is gone.
-func (r *Runner) reap(ctx context.Context, logger *slog.Logger, proc *os.Process, kill bool, exited, readDone <-chan struct{}, pr *os.File) {
-	pgid := proc.Pid // Setpgid: the shell leads a group of its own pid
-	if !kill {
-		if groupGone(pgid) {
-			r.drain(readDone, pr)
-			return
-		}
-		logger.InfoContext(ctx, "killing processes left behind by command")
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	awaitGroupExit(pgid, exited, readDone, r.cfg.KillGrace.Duration)
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	_ = proc.Kill() // the shell itself, should it have left its group
-	<-exited
-	r.drain(readDone, pr)
-}
-
-// groupExitPoll is how often a terminating process group is checked for
-// being gone.
-const groupExitPoll = 20 * time.Millisecond
-
-// awaitGroupExit waits until the shell has exited, the output pipe is closed
-// and no process of the group pgid is left, or until grace has passed.
-// Orphans nobody reaps (a container whose PID 1 does not) stay in the group
-// as zombies, so there the whole grace passes; it costs time, not safety.
-func awaitGroupExit(pgid int, exited, readDone <-chan struct{}, grace time.Duration) {
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
-	tick := time.NewTicker(groupExitPoll)
-	defer tick.Stop()
-	for {
-		if closed(exited) && closed(readDone) && groupGone(pgid) {
-			return
-		}
-		select {
-		case <-deadline.C:
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// groupGone reports whether no process of the group pgid exists.
-func groupGone(pgid int) bool {
-	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
-}
-
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// drain waits briefly for the output reader to see end of file, then closes
-// the pipe under it.
-func (r *Runner) drain(readDone <-chan struct{}, pr *os.File) {
-	t := time.NewTimer(outputDrainTimeout)
-	defer t.Stop()
-	select {
-	case <-readDone:
-	case <-t.C:
-		pr.Close()
-		<-readDone
-	}
-}
-
-// environ is the agent's environment with extra added, extra winning.
-func environ(extra map[string]string) []string {
-	env := os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(extra)) {
-		env = append(env, k+"="+extra[k])
-	}
-	return env
 }

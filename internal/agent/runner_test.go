@@ -231,20 +231,6 @@ func TestConcurrentRunsAreLimited(t *testing.T) {
 	require.Equal(t, 2, r.Free())
 }
 
-func TestSameIDRunsOnce(t *testing.T) {
-	t.Parallel()
-	r := newRunner(t, nil)
-	pipe := fifo(t)
-
-	cmd := command("cat " + pipe)
-	running := runAsync(r, context.Background(), cmd)
-	w := openFIFO(t, pipe)
-	_, err := r.Run(context.Background(), cmd)
-	require.ErrorIs(t, err, agent.ErrAlreadyRunning)
-	require.NoError(t, w.Close())
-	require.Equal(t, int32(0), recv(t, running).result(t).ExitCode)
-}
-
 func TestEnvironmentAndWorkingDirectory(t *testing.T) {
 	t.Parallel()
 	agentDir, commandDir := t.TempDir(), t.TempDir()

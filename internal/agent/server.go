@@ -31,11 +31,13 @@ func NewServer(runner *Runner, logger *slog.Logger) *Server {
 	return &Server{runner: runner, logger: logger}
 }
 
-// RunCommand runs the command and answers with its result once it is over.
-// The run is tied to the call: if Thorax goes away, the command's process
-// group is killed, since its result has nowhere to go.
+// RunCommand runs the command's dispatch request and answers with its result
+// once it is over; a request that ran, or is running, is not run again: the
+// call gets its stored result, or waits for the run under way. The run is not
+// tied to the call: if Thorax goes away, the command goes on within its
+// timeout, and its result is kept for when Thorax asks again.
 func (s *Server) RunCommand(ctx context.Context, req *mantisv1.RunCommandRequest) (*mantisv1.RunCommandResponse, error) {
-	res, err := s.runner.Run(ctx, req.GetCommand())
+	run, err := s.runner.Start(context.WithoutCancel(ctx), req.GetCommand())
 	if err != nil {
 		var invalid *InvalidCommandError
 		switch {
@@ -43,13 +45,15 @@ func (s *Server) RunCommand(ctx context.Context, req *mantisv1.RunCommandRequest
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		case errors.Is(err, ErrBusy):
 			return nil, status.Error(codes.ResourceExhausted, err.Error())
-		case errors.Is(err, ErrAlreadyRunning):
-			return nil, status.Errorf(codes.AlreadyExists, "command %s: %v", req.GetCommand().GetId(), err)
-		case errors.Is(err, ErrStopping):
+		case errors.Is(err, ErrStopping), errors.Is(err, ErrJournalUnavailable):
 			return nil, status.Error(codes.Unavailable, err.Error())
 		default:
 			return nil, status.Error(codes.Internal, err.Error())
 		}
+	}
+	res, err := run.Wait(ctx)
+	if err != nil {
+		return nil, status.FromContextError(err).Err()
 	}
 	return &mantisv1.RunCommandResponse{Result: res}, nil
 }

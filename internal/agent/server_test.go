@@ -40,7 +40,7 @@ func setupListen(t *testing.T, change func(*config.Exec)) listenSetup {
 	creds, err := agent.ListenCredentials(lc)
 	require.NoError(t, err)
 
-	runner := agent.NewRunner(execConfig(change), testLogger(t))
+	runner := agent.NewRunner(execConfig(change), openJournal(t, t.TempDir(), nil), testLogger(t))
 	gs := agent.NewGRPCServer(agent.NewServer(runner, testLogger(t)), creds)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestListenLimitsAndCancels(t *testing.T) {
 	client, _ := s.thorax(t)
 	pipe := fifo(t)
 
-	blocker := command("cat " + pipe)
+	blocker := withRequest(command("cat " + pipe))
 	done := make(chan outcome, 1)
 	go func() {
 		resp, err := client.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: blocker})
@@ -189,43 +189,61 @@ func TestListenLimitsAndCancels(t *testing.T) {
 
 	_, err := client.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: command("true")})
 	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
-	_, err = client.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: blocker})
-	require.Equal(t, codes.ResourceExhausted, status.Code(err), "the slot check comes first")
+	// A redelivery of the running request takes no slot: it joins the run.
+	redelivery := redeliver(blocker)
+	joined := make(chan outcome, 1)
+	go func() {
+		resp, err := client.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: redelivery})
+		joined <- outcome{resp.GetResult(), err}
+	}()
 
-	_, err = client.CancelCommand(callCtx(t), &mantisv1.CancelCommandRequest{CommandId: blocker.Id})
-	require.NoError(t, err)
-	res := recv(t, done).result(t)
-	require.True(t, res.Cancelled)
-	require.Equal(t, int32(-1), res.ExitCode)
+	// Cancelling either delivery cancels the one run, for both.
+	require.Eventually(t, func() bool {
+		_, err := client.CancelCommand(callCtx(t), &mantisv1.CancelCommandRequest{CommandId: redelivery.Id})
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the redelivery never joined")
+	for _, ch := range []chan outcome{done, joined} {
+		res := recv(t, ch).result(t)
+		require.True(t, res.Cancelled)
+		require.Equal(t, int32(-1), res.ExitCode)
+	}
 
 	resp, err := client.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: command("echo free")})
 	require.NoError(t, err)
 	require.Equal(t, "free\n", string(resp.Result.Output))
 }
 
-// A Thorax that goes away mid-call (a restart) has its command killed, and the
-// agent serves the next Thorax as before.
+// A Thorax that goes away mid-call (a restart) does not stop the command: it
+// finishes, and a Thorax that asks for the request again gets its result
+// without a second run, while other requests run as before.
 func TestListenOutlivesThoraxRestart(t *testing.T) {
 	t.Parallel()
 	s := setupListen(t, nil)
 	first, conn := s.thorax(t)
-	pipe := fifo(t)
+	pipe, marker := fifo(t), filepath.Join(t.TempDir(), "runs")
 
+	cmd := withRequest(command("echo run >> " + marker + "; cat " + pipe))
 	done := make(chan error, 1)
 	go func() {
-		_, err := first.RunCommand(context.Background(), &mantisv1.RunCommandRequest{Command: command("cat " + pipe)})
+		_, err := first.RunCommand(context.Background(), &mantisv1.RunCommandRequest{Command: cmd})
 		done <- err
 	}()
 	w := openFIFO(t, pipe) // running
-	require.Equal(t, 3, s.runner.Free())
 	require.NoError(t, conn.Close())
 	require.Equal(t, codes.Canceled, status.Code(recv(t, done)))
-	require.Eventually(t, func() bool { return s.runner.Free() == 4 }, 10*time.Second, 10*time.Millisecond,
-		"the abandoned command is killed")
-	_ = w.Close()
+	require.Equal(t, 3, s.runner.Free(), "the command outlives the call")
+	_, err := w.WriteString("finished for nobody\n")
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.Eventually(t, func() bool { return s.runner.Free() == 4 }, 10*time.Second, 10*time.Millisecond)
 
 	second, _ := s.thorax(t)
-	resp, err := second.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: command("echo still here")})
+	resp, err := second.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: redeliver(cmd)})
+	require.NoError(t, err)
+	require.Equal(t, "finished for nobody\n", string(resp.Result.Output))
+	require.Equal(t, "run\n", readFile(t, marker), "the request ran once")
+
+	resp, err = second.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: command("echo still here")})
 	require.NoError(t, err)
 	require.Equal(t, "still here\n", string(resp.Result.Output))
 }

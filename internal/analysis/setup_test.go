@@ -41,7 +41,7 @@ func setup(t *testing.T) *bundle {
 	pool := testenv.MigratedPool(t)
 	instance, err := schema.RegisterInstance(ctx, pool, "thorax-1", "test")
 	require.NoError(t, err)
-	_, err = schema.Heartbeat(ctx, pool, instance, []string{target}, false)
+	_, err = schema.Heartbeat(ctx, pool, schema.HeartbeatRequest{Instance: instance, PollTargets: []string{target}})
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

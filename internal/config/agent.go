@@ -2,7 +2,9 @@ package config
 
 import (
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -28,6 +30,61 @@ type Agent struct {
 	// Listen is the server a listen-mode agent serves for Thorax.
 	Listen AgentListen `toml:"listen"`
 	Exec   Exec        `toml:"exec"`
+	// Journal is where the agent records its runs.
+	Journal AgentJournal `toml:"journal"`
+}
+
+// AgentJournal is the agent's run journal: a directory of small files that
+// records, per dispatch request, that a run started and how it ended, so a
+// request runs at most once on the host across agent restarts, and a result
+// not yet acknowledged by Thorax is reported after a restart. It holds no
+// command text and no environment.
+type AgentJournal struct {
+	// Dir is the journal's directory, absolute; empty means the default,
+	// <state>/<name>/journal (see Agent.JournalDir). Each agent on a host
+	// needs its own.
+	Dir string `toml:"dir"`
+}
+
+// Default bases of the journal directory, under which each agent has
+// <name>/journal.
+const (
+	// stateDirectoryEnv is set by systemd for a unit with StateDirectory=.
+	stateDirectoryEnv = "STATE_DIRECTORY"
+	// rootStateBase is the base for an agent running as root.
+	rootStateBase = "/var/lib/mantis/agent"
+	// userStateSuffix is joined to $XDG_STATE_HOME (or ~/.local/state) for
+	// an agent running as another user.
+	userStateSuffix = "mantis/agent"
+)
+
+// JournalDir returns journal.dir, or when it is empty the default:
+// $STATE_DIRECTORY/<name>/journal under systemd, else
+// /var/lib/mantis/agent/<name>/journal as root, else
+// $XDG_STATE_HOME/mantis/agent/<name>/journal (~/.local/state when unset).
+func (c Agent) JournalDir() string {
+	if c.Journal.Dir != "" {
+		return c.Journal.Dir
+	}
+	return filepath.Join(stateBase(), c.Name, "journal")
+}
+
+// stateBase is the directory under which agents keep their state by default.
+func stateBase() string {
+	if dirs := os.Getenv(stateDirectoryEnv); dirs != "" {
+		first, _, _ := strings.Cut(dirs, ":")
+		return first
+	}
+	if os.Geteuid() == 0 {
+		return rootStateBase
+	}
+	if xdg := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(xdg) {
+		return filepath.Join(xdg, userStateSuffix)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", userStateSuffix)
+	}
+	return filepath.Join(os.TempDir(), userStateSuffix)
 }
 
 // AgentListen is the server a listen-mode agent serves: its address and TLS,
@@ -121,6 +178,9 @@ func (c Agent) Validate() error {
 	p.required("exec.shell", c.Exec.Shell, "required")
 	if c.Exec.WorkingDir != "" && !filepath.IsAbs(c.Exec.WorkingDir) {
 		p.add("exec.working_dir", "must be an absolute path, got %q", c.Exec.WorkingDir)
+	}
+	if c.Journal.Dir != "" && !filepath.IsAbs(c.Journal.Dir) {
+		p.add("journal.dir", "must be an absolute path, got %q", c.Journal.Dir)
 	}
 	p.durations(c)
 	return p.err()

@@ -87,6 +87,9 @@ type ThoraxHealth struct {
 	// HeartbeatTimeout is the silence after which an instance is dead and
 	// its targets are reassigned.
 	HeartbeatTimeout Duration `toml:"heartbeat_timeout"`
+	// ResultGrace is how long past its timeout a running command may go without a
+	// result before Mandible fails it ("no result within timeout + grace").
+	ResultGrace Duration `toml:"result_grace"`
 }
 
 // Analysis is the model that explains failures; off when ModelURL is empty.
@@ -126,7 +129,7 @@ func DefaultMandible() Mandible {
 			DeliveryTimeout:   Duration{60 * time.Second},
 			BatchSize:         500,
 		},
-		Thorax:   ThoraxHealth{HeartbeatTimeout: Duration{15 * time.Second}},
+		Thorax:   ThoraxHealth{HeartbeatTimeout: Duration{15 * time.Second}, ResultGrace: Duration{2 * time.Minute}},
 		Analysis: Analysis{Timeout: Duration{10 * time.Second}},
 	}
 }

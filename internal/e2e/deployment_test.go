@@ -48,7 +48,7 @@ func fakeExecutor(t *testing.T, f dispatchFixture, targets []string) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	instance, err := schema.RegisterInstance(ctx, f.pool, "fake-thorax", "test")
 	require.NoError(t, err)
-	_, err = schema.Heartbeat(ctx, f.pool, instance, targets, false)
+	_, err = schema.Heartbeat(ctx, f.pool, schema.HeartbeatRequest{Instance: instance, PollTargets: targets})
 	require.NoError(t, err)
 	wg.Add(1)
 	go func() {
@@ -61,7 +61,7 @@ func fakeExecutor(t *testing.T, f dispatchFixture, targets []string) {
 				return
 			case <-tick.C:
 			}
-			_, _ = schema.Heartbeat(ctx, f.pool, instance, targets, false)
+			_, _ = schema.Heartbeat(ctx, f.pool, schema.HeartbeatRequest{Instance: instance, PollTargets: targets})
 			cmds, err := schema.FetchPendingCommands(ctx, f.pool, schema.FetchCommandsRequest{InstanceID: instance, PollTargets: targets, Max: 100})
 			if err != nil {
 				continue

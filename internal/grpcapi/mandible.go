@@ -36,6 +36,8 @@ type MandibleService struct {
 	DB               *pgxpool.Pool
 	Logger           *slog.Logger
 	HeartbeatTimeout time.Duration
+	// ReplicaID names this replica in the heartbeats it records.
+	ReplicaID string
 }
 
 // invalid is an INVALID_ARGUMENT error naming the field.
@@ -95,7 +97,9 @@ func (s *MandibleService) Heartbeat(ctx context.Context, req *mantisv1.Heartbeat
 	if err != nil {
 		return nil, err
 	}
-	reply, err := schema.Heartbeat(ctx, s.DB, id, req.GetPollTargets(), req.GetDraining())
+	reply, err := schema.Heartbeat(ctx, s.DB, schema.HeartbeatRequest{
+		Instance: id, Replica: s.ReplicaID, PollTargets: req.GetPollTargets(), Draining: req.GetDraining(),
+	})
 	if err != nil {
 		return nil, s.toStatus(ctx, "Heartbeat", err)
 	}

@@ -193,7 +193,7 @@ func TestDeadInstanceMustRegisterAgain(t *testing.T) {
 	inst := b.register(t, "thorax-a")
 	_, err := b.pool.Exec(b.ctx, `UPDATE thorax_instances SET last_heartbeat_at = now() - interval '1 hour' WHERE id = $1`, inst)
 	require.NoError(t, err)
-	dead, err := schema.MarkDeadInstances(b.ctx, b.pool, time.Minute)
+	dead, err := schema.MarkDeadInstances(b.ctx, b.pool, schema.DeathRules{Timeout: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, dead, 1)
 	_, err = b.client.Heartbeat(b.ctx, &mantisv1.HeartbeatRequest{InstanceId: inst})
@@ -225,7 +225,7 @@ func TestDeadInstanceTargetsAreReassignedAndDeploymentsFailed(t *testing.T) {
 
 	_, err = b.pool.Exec(b.ctx, `UPDATE thorax_instances SET last_heartbeat_at = now() - interval '1 hour' WHERE id = $1`, a)
 	require.NoError(t, err)
-	dead, err := schema.MarkDeadInstances(b.ctx, b.pool, time.Minute)
+	dead, err := schema.MarkDeadInstances(b.ctx, b.pool, schema.DeathRules{Timeout: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, dead, 1)
 	require.Equal(t, other, dead[0].Reassigned["db-1"].String())

@@ -1,0 +1,235 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+// outputDrainTimeout bounds the wait for the last output once every process
+// of the group is gone: only a process that left the group (setsid) and kept
+// the output pipe can hold it longer, and it is not waited for.
+const outputDrainTimeout = time.Second
+
+// execution is the handle Cancel and Shutdown use on a running command.
+type execution struct {
+	stop   chan struct{} // closed to kill the command's process group
+	once   sync.Once
+	reason string // why it was stopped, "" for Cancel; set before stop closes
+}
+
+func (e *execution) kill(reason string) {
+	e.once.Do(func() {
+		e.reason = reason
+		close(e.stop)
+	})
+}
+
+// execute runs one command and always returns a result.
+func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *execution) *mantisv1.CommandResult {
+	timeout := r.cfg.DefaultTimeout.Duration
+	if cmd.GetTimeout() != nil {
+		timeout = cmd.GetTimeout().AsDuration()
+	}
+	dir := cmd.GetWorkingDir()
+	if dir == "" {
+		dir = r.cfg.WorkingDir
+	}
+	logger := r.logger.With("command_id", cmd.GetId())
+	res := &mantisv1.CommandResult{ExitCode: -1, StartedAt: timestamppb.Now()}
+	finish := func() *mantisv1.CommandResult {
+		res.FinishedAt = timestamppb.Now()
+		logger.InfoContext(ctx, "command finished",
+			"exit_code", res.ExitCode,
+			"duration", res.FinishedAt.AsTime().Sub(res.StartedAt.AsTime()),
+			"timed_out", res.TimedOut,
+			"cancelled", res.Cancelled,
+			"output_bytes", len(res.Output),
+			"output_truncated", res.OutputTruncated,
+			"error", res.Error)
+		return res
+	}
+
+	if dir != "" {
+		// Checked here because a failed chdir in the child reads as the
+		// shell not existing.
+		if _, err := os.Stat(dir); err != nil {
+			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+				err = pe.Err
+			}
+			res.Error = fmt.Sprintf("working directory %s: %v", dir, err)
+			return finish()
+		}
+	}
+
+	// A pipe of our own rather than an io.Writer: os/exec would then wait for
+	// every holder of the pipe, background children included, before Wait
+	// returned, and a timeout could not fire while it waited.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		res.Error = fmt.Sprintf("creating output pipe: %v", err)
+		return finish()
+	}
+	defer pr.Close()
+	c := exec.Command(r.cfg.Shell, "-c", cmd.GetCommand())
+	c.Dir = dir
+	c.Env = environ(cmd.GetEnv())
+	c.Stdout, c.Stderr = pw, pw
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = c.Start()
+	pw.Close()
+	if err != nil {
+		res.Error = fmt.Sprintf("starting %s: %v", r.cfg.Shell, err)
+		return finish()
+	}
+	logger.DebugContext(ctx, "command started", "pid", c.Process.Pid, "timeout", timeout)
+
+	out := newTailBuffer(r.cfg.OutputLimitBytes)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		_, _ = io.Copy(out, pr)
+	}()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		defer close(exited)
+		waitErr = c.Wait()
+	}()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	kill := true
+	select {
+	case <-exited:
+		kill = false
+	case <-timer.C:
+		res.TimedOut = true
+		res.Error = fmt.Sprintf("timed out after %s", timeout)
+	case <-ctx.Done():
+		res.Cancelled = true
+		res.Error = fmt.Sprintf("run abandoned by its caller: %v", context.Cause(ctx))
+	case <-ex.stop:
+		res.Cancelled = true
+		res.Error = ex.reason
+	}
+	r.reap(ctx, logger, c.Process, kill, exited, readDone, pr)
+	res.Output, res.OutputTruncated = out.Tail()
+
+	if !kill {
+		state := c.ProcessState
+		var ws syscall.WaitStatus
+		if state != nil {
+			ws, _ = state.Sys().(syscall.WaitStatus)
+		}
+		switch {
+		case state == nil:
+			res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
+		case state.Exited():
+			res.ExitCode = int32(state.ExitCode())
+		case ws.Signaled():
+			// Killed from outside the agent (the OOM killer, an operator):
+			// it did not exit on its own, so the exit code stays -1.
+			res.Error = "terminated by signal: " + ws.Signal().String()
+		default:
+			res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
+		}
+	}
+	return finish()
+}
+
+// reap makes sure no process of the command's group is left. With kill set
+// (timeout, cancel) it signals the group at once; otherwise the shell has
+// exited and only processes it left behind, if any, are signalled. SIGTERM
+// first, SIGKILL once exec.kill_grace has passed or everything is gone.
+func (r *Runner) reap(ctx context.Context, logger *slog.Logger, proc *os.Process, kill bool, exited, readDone <-chan struct{}, pr *os.File) {
+	pgid := proc.Pid // Setpgid: the shell leads a group of its own pid
+	if !kill {
+		if groupGone(pgid) {
+			r.drain(readDone, pr)
+			return
+		}
+		logger.InfoContext(ctx, "killing processes left behind by command")
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	awaitGroupExit(pgid, exited, readDone, r.cfg.KillGrace.Duration)
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = proc.Kill() // the shell itself, should it have left its group
+	<-exited
+	r.drain(readDone, pr)
+}
+
+// groupExitPoll is how often a terminating process group is checked for
+// being gone.
+const groupExitPoll = 20 * time.Millisecond
+
+// awaitGroupExit waits until the shell has exited, the output pipe is closed
+// and no process of the group pgid is left, or until grace has passed.
+// Orphans nobody reaps (a container whose PID 1 does not) stay in the group
+// as zombies, so there the whole grace passes; it costs time, not safety.
+func awaitGroupExit(pgid int, exited, readDone <-chan struct{}, grace time.Duration) {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(groupExitPoll)
+	defer tick.Stop()
+	for {
+		if closed(exited) && closed(readDone) && groupGone(pgid) {
+			return
+		}
+		select {
+		case <-deadline.C:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// groupGone reports whether no process of the group pgid exists.
+func groupGone(pgid int) bool {
+	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// drain waits briefly for the output reader to see end of file, then closes
+// the pipe under it.
+func (r *Runner) drain(readDone <-chan struct{}, pr *os.File) {
+	t := time.NewTimer(outputDrainTimeout)
+	defer t.Stop()
+	select {
+	case <-readDone:
+	case <-t.C:
+		pr.Close()
+		<-readDone
+	}
+}
+
+// environ is the agent's environment with extra added, extra winning.
+func environ(extra map[string]string) []string {
+	env := os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
