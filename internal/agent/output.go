@@ -1,6 +1,18 @@
 package agent
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/mantis-deploy/mantis/internal/safetext"
+)
+
+// maxErrorBytes bounds the agent's own error text in a result: a long path or a
+// message quoting what a command printed is cut, never a reason to lose the result.
+const maxErrorBytes = safetext.MaxErrorBytes
+
+// boundError returns error text as a result carries it: valid UTF-8 without NUL, at
+// most maxErrorBytes, its end replaced by a marker when cut.
+func boundError(s string) string { return safetext.Bound(s, maxErrorBytes) }
 
 // tailBuffer keeps the last limit bytes written to it, and counts them all.
 // It holds at most twice limit, growing only as output arrives, so a command

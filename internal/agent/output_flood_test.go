@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 // floodBytes is the output of the flood test: 100 MiB.
@@ -45,4 +48,20 @@ func TestOutputBytesAreReturnedUnaltered(t *testing.T) {
 	require.Equal(t, int32(0), res.GetExitCode())
 	require.Equal(t, []byte("a\x00b\xff\xfe\x1b[31mx\r\n"), res.GetOutput())
 	require.False(t, res.GetOutputTruncated())
+}
+
+// The agent's own error text is bounded and valid text: a working directory of 20 KiB
+// that does not exist gives an error cut with a marker, not one quoting it all.
+func TestAgentErrorTextIsBounded(t *testing.T) {
+	t.Parallel()
+	r := newRunner(t, nil)
+	cmd := command("true")
+	cmd.WorkingDir = "/" + strings.Repeat("\xffmissing", 20<<10/8)
+	res, err := r.Run(context.Background(), cmd)
+	require.NoError(t, err)
+	require.Equal(t, int32(-1), res.GetExitCode())
+	require.LessOrEqual(t, len(res.GetError()), safetext.MaxErrorBytes)
+	require.Contains(t, res.GetError(), safetext.TruncatedMarker)
+	require.True(t, strings.HasPrefix(res.GetError(), "working directory /\uFFFDmissing"), res.GetError())
+	require.True(t, utf8.ValidString(res.GetError()))
 }

@@ -351,5 +351,5 @@ func (p *Poller) acknowledged(ctx context.Context, r report) {
 // notRun is the result of a command the agent did not run.
 func notRun(err error) *mantisv1.CommandResult {
 	now := timestamppb.Now()
-	return &mantisv1.CommandResult{ExitCode: -1, Error: err.Error(), StartedAt: now, FinishedAt: now}
+	return &mantisv1.CommandResult{ExitCode: -1, Error: boundError(err.Error()), StartedAt: now, FinishedAt: now}
 }

@@ -53,6 +53,7 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 	res := &mantisv1.CommandResult{ExitCode: -1, StartedAt: timestamppb.Now()}
 	finish := func() *mantisv1.CommandResult {
 		res.FinishedAt = timestamppb.Now()
+		res.Error = boundError(res.Error)
 		logger.InfoContext(ctx, "command finished",
 			"exit_code", res.ExitCode,
 			"duration", res.FinishedAt.AsTime().Sub(res.StartedAt.AsTime()),
