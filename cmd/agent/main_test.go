@@ -41,6 +41,8 @@ func isolateEnv(t *testing.T) {
 			require.NoError(t, os.Unsetenv(k))
 		}
 	}
+	// The agent journals its runs; a test's journal is its own.
+	t.Setenv("MANTIS_JOURNAL_DIR", filepath.Join(t.TempDir(), "journal"))
 }
 
 func writeConfig(t *testing.T, content string) string {
