@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
 	"github.com/mantis-deploy/mantis/internal/config"
@@ -34,7 +38,14 @@ type fakeThorax struct {
 	// mark is copied into each poll as it arrives, so a test can tell what
 	// happened before a poll from what happened after.
 	mark atomic.Int32
+	// failReports is how many more report attempts fail, each with the
+	// next of reportErrors in turn.
+	failReports atomic.Int32
+	attempts    atomic.Int32
 }
+
+// reportErrors are the transient failures a report may meet on its way.
+var reportErrors = []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.Unknown, codes.ResourceExhausted, codes.Aborted}
 
 // poll is one PollCommands call as the fake saw it.
 type poll struct {
@@ -65,6 +76,10 @@ func (f *fakeThorax) PollCommands(ctx context.Context, req *mantisv1.PollCommand
 }
 
 func (f *fakeThorax) ReportResult(_ context.Context, req *mantisv1.ReportResultRequest) (*mantisv1.ReportResultResponse, error) {
+	n := f.attempts.Add(1)
+	if f.failReports.Add(-1) >= 0 {
+		return nil, status.Error(reportErrors[int(n-1)%len(reportErrors)], "not now")
+	}
 	f.results <- req
 	return &mantisv1.ReportResultResponse{}, nil
 }
@@ -270,4 +285,102 @@ func TestPollStopsGracefully(t *testing.T) {
 	require.Contains(t, res.Error, "agent stopping")
 	require.NoError(t, s.stop(t))
 	require.Contains(t, s.logs.String(), "killed commands still running at stop")
+}
+
+// Every transient failure is retried until Thorax takes the result, which
+// carries the command's lease epoch and dispatch request id; once taken, the
+// journal owes it no more, so a restarted agent does not report it again.
+func TestPollRetriesAReportUntilAcknowledged(t *testing.T) {
+	t.Parallel()
+	var journalDir string
+	s := setupPoll(t, func(c *config.Agent) { journalDir = c.Journal.Dir })
+	s.thorax.failReports.Store(int32(len(reportErrors)))
+
+	cmd := withRequest(command("echo reported"))
+	cmd.LeaseEpoch = 42
+	s.thorax.commands <- cmd
+	r := recv(t, s.thorax.results)
+	require.Equal(t, cmd.Id, r.CommandId)
+	require.Equal(t, int64(42), r.LeaseEpoch)
+	require.Equal(t, cmd.DispatchRequestId, r.DispatchRequestId)
+	require.Equal(t, "reported\n", string(r.Result.Output))
+	require.Equal(t, int32(len(reportErrors)+1), s.thorax.attempts.Load(), "one attempt per failure, then the one taken")
+	require.NoError(t, s.stop(t))
+
+	require.Empty(t, openJournal(t, journalDir, nil).Pending(), "an acknowledged result is not owed any more")
+}
+
+// A redelivery (a new command of the same request) joins the run under way:
+// one process, and the result is reported under each command's id and lease.
+func TestPollRedeliveryJoinsTheRunningRequest(t *testing.T) {
+	t.Parallel()
+	s := setupPoll(t, nil)
+	pipe, marker := fifo(t), filepath.Join(t.TempDir(), "runs")
+
+	first := withRequest(command("echo run >> " + marker + "; cat " + pipe))
+	s.thorax.commands <- first
+	w := openFIFO(t, pipe) // running
+	second := redeliver(first)
+	s.thorax.commands <- second
+	require.Eventually(t, func() bool { return strings.Contains(s.logs.String(), "request is running already") },
+		20*time.Second, 10*time.Millisecond)
+	_, err := w.WriteString("shared\n")
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	got := map[string]*mantisv1.ReportResultRequest{}
+	for range 2 {
+		r := recv(t, s.thorax.results)
+		got[r.CommandId] = r
+	}
+	for _, c := range []*mantisv1.Command{first, second} {
+		require.Contains(t, got, c.Id)
+		require.Equal(t, c.LeaseEpoch, got[c.Id].LeaseEpoch)
+		require.Equal(t, "shared\n", string(got[c.Id].Result.Output))
+	}
+	require.Equal(t, "run\n", readFile(t, marker), "one process for both commands")
+}
+
+// An agent that cannot journal refuses the command with a clear error rather
+// than running it unrecorded.
+func TestPollRefusesWorkWithoutItsJournal(t *testing.T) {
+	t.Parallel()
+	var journalDir string
+	s := setupPoll(t, func(c *config.Agent) { journalDir = c.Journal.Dir })
+	require.NoError(t, os.RemoveAll(journalDir))
+	require.NoError(t, os.WriteFile(journalDir, nil, 0o600))
+	marker := filepath.Join(t.TempDir(), "runs")
+
+	cmd := withRequest(command("echo run >> " + marker))
+	s.thorax.commands <- cmd
+	res := s.result(t, cmd.Id)
+	require.Equal(t, int32(-1), res.ExitCode)
+	require.Contains(t, res.Error, "journal unavailable: ")
+	require.Empty(t, readFile(t, marker), "not run")
+}
+
+// After a restart the agent reports what its journal still owes: the result
+// of a run that finished unreported, and the failure of one a restart cut.
+func TestPollReportsJournaledResultsAfterRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	finished, cut := withRequest(command("true")), withRequest(command("true"))
+	finished.LeaseEpoch, cut.LeaseEpoch = 3, 5
+	j := openJournal(t, dir, nil)
+	require.NoError(t, j.Begin(finished.DispatchRequestId, finished))
+	require.NoError(t, j.Finish(finished.DispatchRequestId, &mantisv1.CommandResult{ExitCode: 9, Output: []byte("before\x00restart")}))
+	require.NoError(t, j.Begin(cut.DispatchRequestId, cut))
+
+	s := setupPoll(t, func(c *config.Agent) { c.Journal.Dir = dir })
+	got := map[string]*mantisv1.ReportResultRequest{}
+	for range 2 {
+		r := recv(t, s.thorax.results)
+		got[r.CommandId] = r
+	}
+	require.Equal(t, int64(3), got[finished.Id].LeaseEpoch)
+	require.Equal(t, int32(9), got[finished.Id].Result.ExitCode)
+	require.Equal(t, []byte("before\x00restart"), got[finished.Id].Result.Output, "output is bytes")
+	require.Equal(t, int64(5), got[cut.Id].LeaseEpoch)
+	require.Equal(t, agent.RestartedError, got[cut.Id].Result.Error)
+	require.Equal(t, cut.DispatchRequestId, got[cut.Id].DispatchRequestId)
 }
