@@ -4,17 +4,42 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mantis-deploy/mantis/internal/safetext"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
 // maxPollCommands is the largest max_commands a poll may ask for.
 const maxPollCommands = 100
+
+// Bounds on the free text an agent sends. Text beyond them is cut, not refused: a
+// result must reach Mandible whatever its error says.
+const (
+	// maxAgentErrorBytes is how much of a result's error text is kept: its start.
+	maxAgentErrorBytes = safetext.MaxErrorBytes
+	// maxEchoBytes is how much of a refused value an error message quotes back.
+	maxEchoBytes = 160
+)
+
+// echo quotes a value the agent sent for an error message, bounded and as valid text.
+func echo(v string) string {
+	return strconv.Quote(safetext.Bound(v, maxEchoBytes))
+}
+
+// boundResult cuts the free text of an agent's result to what is stored: the error
+// to maxAgentErrorBytes, the output to its last maxResultOutput bytes.
+func boundResult(r *mantisv1.CommandResult) {
+	r.Error = safetext.Bound(r.GetError(), maxAgentErrorBytes)
+	if out := r.GetOutput(); len(out) > maxResultOutput {
+		r.Output, r.OutputTruncated = safetext.Tail(out, maxResultOutput), true
+	}
+}
 
 // targetPattern is what Mandible accepts as a target name. A poll target
 // outside it would make Mandible refuse the heartbeat that reports it, so it
@@ -26,7 +51,7 @@ func checkTarget(target string) error {
 	case target == "":
 		return status.Error(codes.InvalidArgument, "target: required")
 	case !targetPattern.MatchString(target):
-		return status.Errorf(codes.InvalidArgument, "target: must match %s, got %q", targetPattern, target)
+		return status.Errorf(codes.InvalidArgument, "target: must match %s, got %s", targetPattern, echo(target))
 	}
 	return nil
 }
@@ -117,11 +142,12 @@ func (s *agentService) ReportResult(ctx context.Context, req *mantisv1.ReportRes
 		return nil, status.Error(codes.InvalidArgument, "command_id: required")
 	}
 	if _, err := uuid.Parse(req.GetCommandId()); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "command_id: must be a UUID, got %q", req.GetCommandId())
+		return nil, status.Errorf(codes.InvalidArgument, "command_id: must be a UUID, got %s", echo(req.GetCommandId()))
 	}
 	if req.GetResult() == nil {
 		return nil, status.Error(codes.InvalidArgument, "result: required")
 	}
+	boundResult(req.GetResult())
 	t := s.t
 	h, err := t.book.beginReport(req.GetTarget(), req.GetCommandId())
 	switch {
