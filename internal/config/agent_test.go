@@ -66,3 +66,26 @@ allowed_client_names = ["thorax-a"]
 	poll.Listen.AllowedClientNames = nil
 	require.NoError(t, poll.Validate())
 }
+
+func TestAgentJournalDir(t *testing.T) {
+	a, err := config.LoadAgent(writeFile(t, "agent.toml", `
+name = "web-1"
+mode = "poll"
+
+[thorax]
+address = "thorax:9190"
+insecure = true
+
+[journal]
+dir = "/srv/journal"
+`), env(map[string]string{"MANTIS_JOURNAL_DIR": "/data/mantis/journal"}))
+	require.NoError(t, err)
+	require.Equal(t, "/data/mantis/journal", a.JournalDir(), "the environment wins over the file")
+
+	a.Journal.Dir = ""
+	t.Setenv("STATE_DIRECTORY", "/var/lib/mantis-agent:/var/lib/other")
+	require.Equal(t, "/var/lib/mantis-agent/web-1/journal", a.JournalDir(), "under systemd, its state directory")
+
+	a.Journal.Dir = "journal"
+	require.Equal(t, []string{`journal.dir: must be an absolute path, got "journal"`}, problems(t, a.Validate()))
+}
