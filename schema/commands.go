@@ -32,9 +32,11 @@ type Command struct {
 	MaxRetries        int
 }
 
-// ErrNotHeld is returned when a Thorax instance writes about a command it does not
-// hold at the epoch it names (another holder claimed it since, or it was cancelled).
-var ErrNotHeld = errors.New("command is not held by this instance at this lease epoch")
+// ErrNotHeld is returned when a Thorax instance writes about a command that is not in
+// the state its call needs at the epoch it names: the epoch is stale (the command was
+// claimed again since), or the command ended otherwise (cancelled, lost). The error
+// says which.
+var ErrNotHeld = errors.New("command is not held at this lease epoch")
 
 // ErrInstanceDead is returned for calls from an instance that is unknown or was marked
 // dead; it must register again.
@@ -172,13 +174,16 @@ type StoredResult struct {
 	DeploymentID *uuid.UUID
 	StepPosition *int
 	Target       string
-	// Replayed is true when the same holder had already stored this result.
+	// Replayed is true when a result at the same lease epoch was stored already.
 	Replayed bool
 }
 
-// StoreCommandResult records the result of a command held by instance at epoch. A
-// writer that no longer holds the command gets ErrNotHeld; an unknown command,
-// ErrNotFound. Storing the same result twice (a retried call) is accepted once.
+// StoreCommandResult records the result of a running command at its current lease
+// epoch, the fencing token, and records instance as the one that delivered it: any
+// Thorax instance may forward a result, whichever instance claimed the command. A
+// result at a stale epoch, or for a command that ended otherwise (cancelled, lost), gets
+// ErrNotHeld saying which; an unknown command, ErrNotFound. Storing the result of the
+// same epoch again (a retried or forwarded call) is accepted once.
 func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, r CommandResult) (StoredResult, error) {
 	status := "failed"
 	if r.Succeeded() {
@@ -205,9 +210,9 @@ func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID,
 		WITH stored AS (
 		    UPDATE command_queue c
 		    SET status = $4, exit_code = $5, output = $6, output_truncated = $7, error = $8,
-		        started_at = $9, finished_at = $10
+		        started_at = $9, finished_at = $10, result_instance_id = $2
 		    FROM targets t
-		    WHERE c.id = $1 AND c.holder_instance_id = $2 AND c.lease_epoch = $3 AND c.status = 'running' AND t.id = c.target_id
+		    WHERE c.id = $1 AND c.lease_epoch = $3 AND c.status = 'running' AND t.id = c.target_id
 		    RETURNING c.id, c.deployment_id, c.step_position, t.name
 		), event AS (
 		    INSERT INTO deployment_events (deployment_id, type, data)
@@ -226,20 +231,12 @@ func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID,
 		tailOf(r.Output, outputTailBytes), r.Output+"\n"+errText).
 		Scan(&out.DeploymentID, &step, &out.Target)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var (
-			holder *uuid.UUID
-			cur    int64
-			st     string
-		)
-		err := db.QueryRow(ctx, `SELECT holder_instance_id, lease_epoch, status FROM command_queue WHERE id = $1`, command).Scan(&holder, &cur, &st)
+		st, err := resultRefusal(ctx, db, command, epoch)
 		if err != nil {
-			return StoredResult{}, notFound(err)
+			return StoredResult{}, err
 		}
-		if holder != nil && *holder == instance && cur == epoch && (st == "succeeded" || st == "failed") {
-			out.Status, out.Replayed = st, true
-			return out, nil
-		}
-		return StoredResult{}, fmt.Errorf("%w (command %s is %s at epoch %d)", ErrNotHeld, command, st, cur)
+		out.Status, out.Replayed = st, true
+		return out, nil
 	}
 	if err != nil {
 		return StoredResult{}, fmt.Errorf("storing result of %s: %w", command, err)
@@ -276,12 +273,16 @@ func nullTime(t time.Time) *time.Time {
 }
 
 // ScheduleRedispatch answers a Thorax asking for another dispatch of a command it
-// holds: the command is cancelled and its request goes back to pending with
-// attempts + 1 and a backoff — unless the budget is spent or the request expired, in
-// which case Mandible refuses and the request ends failed or expired.
+// holds at epoch, or, at UnclaimedLeaseEpoch, of a queued command nobody claimed (its
+// nudge failed for good): the command is cancelled and its request goes back to
+// pending with attempts + 1 and a backoff — unless the budget is spent or the request
+// expired, in which case Mandible refuses and the request ends failed or expired.
 func ScheduleRedispatch(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, reason string) (RedispatchResult, error) {
 	if reason == "" {
 		reason = "Thorax asked for another dispatch"
+	}
+	if epoch == UnclaimedLeaseEpoch {
+		return scheduleUnclaimedRedispatch(ctx, db, instance, command, reason)
 	}
 	res, err := failDelivery(ctx, db, reason,
 		`c.id = $3 AND c.holder_instance_id = $4 AND c.lease_epoch = $5 AND c.status = 'running'`, command, instance, epoch)

@@ -99,7 +99,7 @@ type RedispatchResult struct {
 
 // RequeueUndelivered fails the delivery of commands no Thorax claimed within timeout:
 // the command is cancelled and its request goes back to pending with attempts + 1 and a
-// backoff, or to failed once the budget of 10 attempts is spent.
+// backoff, or to failed once it was the last of MaxDispatchDeliveries deliveries.
 func RequeueUndelivered(ctx context.Context, db DB, timeout time.Duration) ([]RedispatchResult, error) {
 	return failDelivery(ctx, db, fmt.Sprintf("command not claimed by any Thorax within delivery_timeout (%s)", timeout),
 		`c.status = 'queued' AND c.created_at < now() - make_interval(secs => $3)`, timeout.Seconds())
@@ -107,7 +107,8 @@ func RequeueUndelivered(ctx context.Context, db DB, timeout time.Duration) ([]Re
 
 // failDelivery cancels the commands matching where (a condition over command_queue c,
 // whose arguments start at $3) and returns their requests to pending with attempts + 1
-// and a backoff — or to failed once the budget is spent, or to expired past expiry.
+// and a backoff — or to failed once the budget is spent (the failed delivery was the
+// last of MaxDispatchDeliveries), or to expired past expiry.
 func failDelivery(ctx context.Context, db DB, reason, where string, args ...any) ([]RedispatchResult, error) {
 	rows, err := db.Query(ctx, `
 		WITH due AS (
@@ -131,7 +132,7 @@ func failDelivery(ctx context.Context, db DB, reason, where string, args ...any)
 		    claimed_by = NULL, last_error = $1
 		FROM due
 		WHERE p.id = due.request_id
-		RETURNING p.id, due.command_id, p.status, p.next_attempt_at`, append([]any{reason, MaxDispatchAttempts}, args...)...)
+		RETURNING p.id, due.command_id, p.status, p.next_attempt_at`, append([]any{reason, MaxDispatchDeliveries}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("failing deliveries: %w", err)
 	}

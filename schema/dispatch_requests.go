@@ -11,10 +11,19 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The budget and lifetime of a dispatch request (seed "Competing Consumers").
+// The budget and lifetime of a dispatch request (seed "Competing Consumers": "Failed
+// dispatches are retried up to 10 times").
 const (
-	// MaxDispatchAttempts is how many failed deliveries a request may have before it is failed.
-	MaxDispatchAttempts = 10
+	// MaxDispatchRetries is how many times a request whose delivery failed is delivered
+	// again. A delivery is a first delivery or a retry that Mandible makes: a command_queue
+	// row written, or an attempt that found no live Thorax. The broker's one free requeue
+	// of a nudge is not a delivery, and a command handed back unrun (a Thorax draining or
+	// restarting) costs nothing.
+	MaxDispatchRetries = 10
+	// MaxDispatchDeliveries is the most deliveries a request gets: the first plus
+	// MaxDispatchRetries retries. The failure of the last one fails the request, so
+	// attempts (which counts failed deliveries) ends at MaxDispatchDeliveries.
+	MaxDispatchDeliveries = 1 + MaxDispatchRetries
 	// DispatchRequestTTL is how long after creation a request expires, whatever its state.
 	DispatchRequestTTL = 24 * time.Hour
 )
@@ -310,7 +319,8 @@ const (
 	OutcomeDispatched = "dispatched"
 	// OutcomeRetry: the delivery failed; the request is pending again after a backoff.
 	OutcomeRetry = "retry"
-	// OutcomeFailed: the delivery failed and the budget of 10 attempts is spent.
+	// OutcomeFailed: the delivery failed and the budget is spent: it was the last of
+	// MaxDispatchDeliveries (a first delivery and MaxDispatchRetries retries).
 	OutcomeFailed = "failed"
 	// OutcomeExpired: the request passed its 24 h expiry before delivery.
 	OutcomeExpired = "expired"
@@ -461,7 +471,7 @@ func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []
 				reason = fmt.Sprintf("target %s is deregistered", r.target)
 			}
 			out.Error = reason
-			if r.attempts+1 >= MaxDispatchAttempts {
+			if r.attempts+1 >= MaxDispatchDeliveries {
 				out.Outcome = OutcomeFailed
 				failIDs, failErrs = append(failIDs, r.id), append(failErrs, reason)
 			} else {
@@ -471,9 +481,12 @@ func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []
 		default:
 			id := uuid.Must(uuid.NewV7())
 			out.Outcome, out.CommandID, out.Queued = OutcomeDispatched, &id, r.queued
+			// max_retries is the retries this delivery leaves: 0 on the last one, which
+			// then skips the broker's free requeue too.
+			retries := MaxDispatchRetries - r.attempts
 			out.Command = &DispatchedCommand{ID: id, Target: r.target, Mode: r.mode, Priority: r.priority, AssignedInstanceID: r.instance,
-				MaxRetries: MaxDispatchAttempts - r.attempts}
-			cmdIDs, cmdReqs, cmdRetries = append(cmdIDs, id), append(cmdReqs, r.id), append(cmdRetries, int32(MaxDispatchAttempts-r.attempts))
+				MaxRetries: retries}
+			cmdIDs, cmdReqs, cmdRetries = append(cmdIDs, id), append(cmdReqs, r.id), append(cmdRetries, int32(retries))
 		}
 		outcomes = append(outcomes, out)
 	}

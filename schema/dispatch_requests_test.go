@@ -212,7 +212,7 @@ func TestDeliverWritesOneCommandPerRequestAndIsReplayable(t *testing.T) {
 		require.NotNil(t, o.Command)
 		require.Equal(t, "poll", o.Command.Mode)
 		require.Equal(t, b.instance, *o.Command.AssignedInstanceID)
-		require.Equal(t, schema.MaxDispatchAttempts, o.Command.MaxRetries)
+		require.Equal(t, schema.MaxDispatchRetries, o.Command.MaxRetries, "a first delivery leaves every retry")
 	}
 	require.Equal(t, "high", out[0].Command.Priority)
 
@@ -227,13 +227,13 @@ func TestDeliverWritesOneCommandPerRequestAndIsReplayable(t *testing.T) {
 	require.Equal(t, 2, commands, "one command_queue row per request, replay or not")
 }
 
-func TestDeliverWithoutLiveThoraxBacksOffAndFailsAfterTenAttempts(t *testing.T) {
+func TestDeliverWithoutLiveThoraxBacksOffAndFailsAfterElevenDeliveries(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t)
 	b.addTarget(t, "orphan-host", nil) // no Thorax serves it
 	id := b.enqueue(t, req("k1", "orphan-host", "normal"))[0].ID
 
-	for attempt := 1; attempt <= schema.MaxDispatchAttempts; attempt++ {
+	for attempt := 1; attempt <= schema.MaxDispatchDeliveries; attempt++ {
 		// Skip the backoff: the claim only takes rows whose next attempt is due.
 		_, err := b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET next_attempt_at = now() WHERE id = $1`, id)
 		require.NoError(t, err)
@@ -245,7 +245,7 @@ func TestDeliverWithoutLiveThoraxBacksOffAndFailsAfterTenAttempts(t *testing.T) 
 		require.Contains(t, out[0].Error, "no live Thorax for target orphan-host")
 		status, attempts, _ := b.status(t, id)
 		require.Equal(t, attempt, attempts)
-		if attempt < schema.MaxDispatchAttempts {
+		if attempt < schema.MaxDispatchDeliveries {
 			require.Equal(t, schema.OutcomeRetry, out[0].Outcome)
 			require.Equal(t, schema.StatusPending, status)
 			require.NotNil(t, out[0].NextAttemptAt)
@@ -260,7 +260,7 @@ func TestDeliverWithoutLiveThoraxBacksOffAndFailsAfterTenAttempts(t *testing.T) 
 			require.Empty(t, none.Claimed, "a request waiting for its backoff is not claimed")
 		} else {
 			require.Equal(t, schema.OutcomeFailed, out[0].Outcome)
-			require.Equal(t, schema.StatusFailed, status, "the 10th failed attempt fails the request")
+			require.Equal(t, schema.StatusFailed, status, "the 11th failed delivery (the first and 10 retries) fails the request")
 		}
 	}
 	_, err := b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET next_attempt_at = now() WHERE id = $1`, id)
@@ -393,7 +393,7 @@ func TestUndeliveredCommandGoesBackToPending(t *testing.T) {
 	out, err = schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
 	require.Equal(t, schema.OutcomeDispatched, out[0].Outcome)
-	require.Equal(t, schema.MaxDispatchAttempts-1, out[0].Command.MaxRetries)
+	require.Equal(t, schema.MaxDispatchRetries-1, out[0].Command.MaxRetries)
 }
 
 func TestListExplainsWhyRequestsArePending(t *testing.T) {

@@ -94,7 +94,7 @@ func ListDispatchRequests(ctx context.Context, db DB, f DispatchRequestFilter, h
 			s := int(*step)
 			v.StepPosition = &s
 		}
-		v.MaxAttempts = MaxDispatchAttempts
+		v.MaxAttempts = MaxDispatchDeliveries
 		v.Reason = dispatchReason(v, deregistered, live, now)
 		out = append(out, v)
 	}
@@ -114,7 +114,7 @@ func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Tim
 		case v.ExpiresAt.Before(now):
 			return fmt.Sprintf("past its expiry at %s; the next sweep marks it expired", ts(v.ExpiresAt))
 		case v.NextAttemptAt.After(now):
-			return fmt.Sprintf("waiting for backoff until %s (attempt %d of %d failed: %s)", ts(v.NextAttemptAt), v.Attempts, MaxDispatchAttempts, lastErr)
+			return fmt.Sprintf("waiting for backoff until %s (attempt %d of %d failed: %s)", ts(v.NextAttemptAt), v.Attempts, MaxDispatchDeliveries, lastErr)
 		case deregistered:
 			return fmt.Sprintf("target %s is deregistered; delivery will fail", v.Target)
 		case !live:

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/internal/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -298,11 +299,12 @@ func pollUntilDone(ctx context.Context, c *apiclient.Client, id string) (string,
 }
 
 // printDeploymentSummary prints the final state: each step with its counts, and each failed
-// target with its exit code, output tail and analysis.
+// target with its exit code, output tail and analysis. Text that a command or an agent
+// wrote is printed through safetext.Terminal.
 func printDeploymentSummary(out io.Writer, d schema.DeploymentView) {
 	fmt.Fprintf(out, "\ndeployment %s %s\n", d.Name, strings.ToUpper(d.Status))
 	if d.Error != nil {
-		fmt.Fprintf(out, "  %s\n", *d.Error)
+		fmt.Fprintf(out, "  %s\n", safetext.Terminal(*d.Error))
 	}
 	for _, s := range d.Steps {
 		fmt.Fprintf(out, "  step %-16s %-10s %d succeeded, %d failed\n", s.Name, s.Status, s.Counts.Succeeded, s.Counts.Failed)
@@ -314,14 +316,14 @@ func printDeploymentSummary(out io.Writer, d schema.DeploymentView) {
 			if t.ExitCode != nil {
 				code = fmt.Sprint(*t.ExitCode)
 			}
-			fmt.Fprintf(out, "    %s: exit %s %s\n", t.Target, code, t.Error)
-			if tail := lastLines(t.OutputTail, 5); tail != "" {
+			fmt.Fprintf(out, "    %s: exit %s %s\n", t.Target, code, safetext.Terminal(t.Error))
+			if tail := lastLines(safetext.Terminal(t.OutputTail), 5); tail != "" {
 				fmt.Fprintf(out, "      %s\n", strings.ReplaceAll(tail, "\n", "\n      "))
 			}
 			if a := t.Analysis; a != nil && a.Summary != nil {
-				fmt.Fprintf(out, "      analysis: %s\n", *a.Summary)
+				fmt.Fprintf(out, "      analysis: %s\n", safetext.Terminal(*a.Summary))
 				if a.Suggestion != nil {
-					fmt.Fprintf(out, "      try: %s\n", *a.Suggestion)
+					fmt.Fprintf(out, "      try: %s\n", safetext.Terminal(*a.Suggestion))
 				}
 			}
 		}
@@ -382,7 +384,7 @@ func newRunCommand(f *clientFlags) *cobra.Command {
 						if t.ExitCode != nil {
 							code = fmt.Sprint(*t.ExitCode)
 						}
-						fmt.Fprintf(out, "\n--- %s (exit %s)\n%s", t.Target, code, t.OutputTail)
+						fmt.Fprintf(out, "\n--- %s (exit %s)\n%s", t.Target, code, safetext.Terminal(t.OutputTail))
 						if t.Truncated {
 							fmt.Fprint(out, "\n[output cut: showing the tail]")
 						}

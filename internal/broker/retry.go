@@ -137,9 +137,19 @@ func AfterFailure(redelivered bool, maxRetries int) Verdict {
 // retry rules.
 var ErrUnprocessable = errors.New("nudge cannot be processed")
 
+// ErrBusy marks a nudge its consumer cannot take now (at capacity, or
+// draining). It is not a processing failure, so it spends no retry: the nudge
+// is acknowledged. The command_queue row is the command and the nudge only a
+// hint; polling claims the row once there is room, here or at another
+// instance, and Mandible's delivery_timeout covers a row nobody claims. A
+// requeue instead would come straight back to the same busy consumer, and
+// come back marked redelivered, so that its next failure would be its last.
+var ErrBusy = errors.New("consumer cannot take the command now")
+
 // NudgeProcessor does the work a command nudge asks for.
 type NudgeProcessor interface {
 	// Process handles one nudge. nil means done (ACK); an error wrapping
+	// ErrBusy is acknowledged too, with a log line; one wrapping
 	// ErrUnprocessable dead-letters the message at once; any other error is
 	// a failed attempt under the retry rules.
 	Process(ctx context.Context, n Nudge) error
@@ -171,6 +181,9 @@ func NudgeHandler(p NudgeProcessor, logger *slog.Logger) Handler {
 		err = p.Process(ctx, n)
 		switch {
 		case err == nil:
+			return Ack
+		case errors.Is(err, ErrBusy):
+			logger.InfoContext(ctx, "consumer busy: acknowledging nudge, polling claims the command", append(attrs, "err", err)...)
 			return Ack
 		case errors.Is(err, ErrUnprocessable):
 			logger.WarnContext(ctx, "dead-lettering nudge that cannot be processed", append(attrs, "err", err)...)

@@ -67,6 +67,9 @@ func TestRetryRules(t *testing.T) {
 		{"max_retries 0 failure: straight to the DLQ", 0, 0, false, failed, broker.DeadLetter, true, true},
 		{"max_retries 0 failure when redelivered: DLQ", 0, 0, true, failed, broker.DeadLetter, true, true},
 		{"unprocessable: DLQ without the retry", 0, 3, false, fmt.Errorf("%w: no such command", broker.ErrUnprocessable), broker.DeadLetter, true, false},
+		{"busy: ack, no retry spent", 0, 3, false, fmt.Errorf("%w: at capacity", broker.ErrBusy), broker.Ack, true, false},
+		{"busy when redelivered: ack, not the DLQ", 0, 3, true, fmt.Errorf("%w: draining", broker.ErrBusy), broker.Ack, true, false},
+		{"busy at max_retries 0: ack, not the DLQ", 0, 0, false, fmt.Errorf("%w: at capacity", broker.ErrBusy), broker.Ack, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -169,5 +169,5 @@ func TestMandiblePublishesNudges(t *testing.T) {
 	require.Equal(t, f.targets[0], n.Target)
 	require.Equal(t, "poll", n.Mode)
 	require.NotEmpty(t, n.AssignedInstanceID)
-	require.Equal(t, schema.MaxDispatchAttempts, n.MaxRetries)
+	require.Equal(t, schema.MaxDispatchRetries, n.MaxRetries)
 }

@@ -156,7 +156,9 @@ func commandToProto(c schema.Command) *mantisv1.Command {
 	return pc
 }
 
-// StoreCommandResult records a result, fenced by holder and lease epoch.
+// StoreCommandResult records a result, fenced by its lease epoch: whichever instance
+// forwards a result at the command's current epoch, it is recorded, with that instance
+// as the one that delivered it. A stale epoch is FAILED_PRECONDITION and says so.
 func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.StoreCommandResultRequest) (*mantisv1.StoreCommandResultResponse, error) {
 	id, err := parseID("instance_id", req.GetInstanceId())
 	if err != nil {
@@ -189,12 +191,12 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	})
 	if err != nil {
 		if errors.Is(err, schema.ErrNotHeld) {
-			s.Logger.WarnContext(ctx, "refused result from stale holder", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch())
+			s.Logger.WarnContext(ctx, "refused command result", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(), "err", err)
 		}
 		return nil, s.toStatus(ctx, "StoreCommandResult", err)
 	}
 	if !stored.Replayed {
-		s.Logger.DebugContext(ctx, "stored command result", "instance_id", id, "command_id", cmd, "status", stored.Status)
+		s.Logger.DebugContext(ctx, "stored command result", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(), "status", stored.Status)
 	}
 	return &mantisv1.StoreCommandResultResponse{}, nil
 }
@@ -206,7 +208,10 @@ func timeOf(ts *timestamppb.Timestamp) time.Time {
 	return ts.AsTime()
 }
 
-// ScheduleRedispatch asks for another dispatch of a held command; Mandible may refuse.
+// ScheduleRedispatch asks for another dispatch of a held command, or, at lease epoch
+// schema.UnclaimedLeaseEpoch, of a queued command whose nudge failed for good before
+// any claim. Mandible owns the budget and may refuse; a call its fencing refuses is
+// FAILED_PRECONDITION saying why.
 func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.ScheduleRedispatchRequest) (*mantisv1.ScheduleRedispatchResponse, error) {
 	id, err := parseID("instance_id", req.GetInstanceId())
 	if err != nil {
@@ -219,17 +224,31 @@ func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.
 	if len(req.GetReason()) > maxReasonLen {
 		return nil, invalid("reason", "at most %d bytes", maxReasonLen)
 	}
+	if req.GetLeaseEpoch() < 0 {
+		return nil, invalid("lease_epoch", "must not be negative, got %d", req.GetLeaseEpoch())
+	}
 	res, err := schema.ScheduleRedispatch(ctx, s.DB, id, cmd, req.GetLeaseEpoch(), req.GetReason())
 	if err != nil {
+		if errors.Is(err, schema.ErrNotHeld) {
+			s.Logger.DebugContext(ctx, "refused redispatch", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(), "err", err)
+		}
 		return nil, s.toStatus(ctx, "ScheduleRedispatch", err)
 	}
+	s.Logger.InfoContext(ctx, "redispatch decided", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(),
+		"request_id", res.RequestID, "outcome", res.Outcome)
 	switch res.Outcome {
 	case schema.OutcomeRetry:
 		return &mantisv1.ScheduleRedispatchResponse{Scheduled: true, NextAttemptAt: timestamppb.New(*res.NextAttemptAt)}, nil
 	case schema.OutcomeExpired:
 		return &mantisv1.ScheduleRedispatchResponse{Refusal: "the dispatch request expired 24h after creation"}, nil
+	case schema.OutcomeBudgetSpent:
+		return &mantisv1.ScheduleRedispatchResponse{Refusal: fmt.Sprintf(
+			"the retry budget is spent (this is delivery %d of %d): the command stays queued for polling to claim until delivery_timeout",
+			schema.MaxDispatchDeliveries, schema.MaxDispatchDeliveries)}, nil
 	default:
-		return &mantisv1.ScheduleRedispatchResponse{Refusal: fmt.Sprintf("the retry budget of %d attempts is spent; the request failed", schema.MaxDispatchAttempts)}, nil
+		return &mantisv1.ScheduleRedispatchResponse{Refusal: fmt.Sprintf(
+			"the retry budget is spent (%d retries after the first delivery, %d deliveries in all); the request failed",
+			schema.MaxDispatchRetries, schema.MaxDispatchDeliveries)}, nil
 	}
 }
 

@@ -268,7 +268,7 @@ func TestRedispatchIsRefusedWhenTheBudgetIsSpent(t *testing.T) {
 	require.NotNil(t, ok.GetNextAttemptAt())
 
 	// Spend the budget: the next hand-off failure is refused.
-	_, err = b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET attempts = 9, next_attempt_at = now()`)
+	_, err = b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET attempts = $1, next_attempt_at = now()`, schema.MaxDispatchRetries)
 	require.NoError(t, err)
 	claim, err := schema.ClaimPending(b.ctx, b.pool, "r1", 1)
 	require.NoError(t, err)
@@ -280,7 +280,7 @@ func TestRedispatchIsRefusedWhenTheBudgetIsSpent(t *testing.T) {
 	refused, err := b.client.ScheduleRedispatch(b.ctx, &mantisv1.ScheduleRedispatchRequest{InstanceId: inst, CommandId: c.GetId(), LeaseEpoch: c.GetLeaseEpoch(), Reason: "agent unreachable"})
 	require.NoError(t, err)
 	require.False(t, refused.GetScheduled())
-	require.Contains(t, refused.GetRefusal(), "budget of 10 attempts is spent")
+	require.Contains(t, refused.GetRefusal(), "retry budget is spent (10 retries after the first delivery, 11 deliveries in all)")
 	var st string
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT status FROM pending_dispatch_requests`).Scan(&st))
 	require.Equal(t, "failed", st)

@@ -120,7 +120,7 @@ func TestEnqueueAndListDispatchRequests(t *testing.T) {
 	first := reqs[0].(map[string]any)
 	require.Equal(t, "pending", first["status"])
 	require.Contains(t, first["reason"], "no live Thorax for target web-1", "a poll target nobody serves says so")
-	require.EqualValues(t, 10, first["max_attempts"])
+	require.EqualValues(t, 11, first["max_attempts"], "a first delivery and 10 retries")
 
 	code, body = b.do(t, http.MethodGet, "/api/v1/dispatch-requests?status=dispatched", "", true)
 	require.Equal(t, http.StatusOK, code)

@@ -48,4 +48,5 @@ func TestTerminalEscapesControlCharactersButNewlinesAndTabs(t *testing.T) {
 	got := safetext.Terminal("ok\tline\n\x1b]0;title\x07\r\x08\u009bX\x7f\xff\x00")
 	require.Equal(t, "ok\tline\n\\x1b]0;title\\x07\\x0d\\x08\\u009bX\\x7f\uFFFD\u2400", got)
 	require.Equal(t, "plain é\n", safetext.Terminal("plain é\n"))
+	require.Equal(t, "crlf\nline\\x0d", safetext.Terminal("crlf\r\nline\r"))
 }

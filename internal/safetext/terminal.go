@@ -10,9 +10,10 @@ import (
 // every other control character (C0, DEL, C1: escape sequences, carriage returns,
 // bells, backspaces) is written as a visible escape such as \x1b or \u009b, so output
 // cannot move the cursor, recolour, retitle or rewrite what the user reads. Invalid
-// UTF-8 and NUL are shown as Display shows them.
+// UTF-8 and NUL are shown as Display shows them. A carriage return that ends a line
+// ("\r\n") is dropped rather than shown.
 func Terminal(s string) string {
-	s = DisplayString(s)
+	s = strings.ReplaceAll(DisplayString(s), "\r\n", "\n")
 	if !strings.ContainsFunc(s, unsafeForTerminal) {
 		return s
 	}

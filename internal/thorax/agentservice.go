@@ -130,46 +130,67 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 }
 
 // ReportResult stores the result of a command the reporting target's agent
-// took, and answers once Mandible has it: FAILED_PRECONDITION when Mandible
-// refuses it (the lease was lost), UNAVAILABLE when Mandible could not be
-// reached. Reporting the same command again while its result is being stored
-// is accepted.
+// took, and answers once Mandible has it (see resultAnswer). A command this
+// instance does not hold (another instance handed it out, or this one did
+// before it restarted or registered again) is forwarded with the lease epoch
+// the agent received: Mandible records it while that epoch is current.
+// Reporting the same command again while its result is being stored waits
+// for the same answer.
 func (s *agentService) ReportResult(ctx context.Context, req *mantisv1.ReportResultRequest) (*mantisv1.ReportResultResponse, error) {
-	if err := checkTarget(req.GetTarget()); err != nil {
+	if err := checkReport(req); err != nil {
 		return nil, err
-	}
-	if req.GetCommandId() == "" {
-		return nil, status.Error(codes.InvalidArgument, "command_id: required")
-	}
-	if _, err := uuid.Parse(req.GetCommandId()); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "command_id: must be a UUID, got %s", echo(req.GetCommandId()))
-	}
-	if req.GetResult() == nil {
-		return nil, status.Error(codes.InvalidArgument, "result: required")
 	}
 	boundResult(req.GetResult())
 	t := s.t
 	h, err := t.book.beginReport(req.GetTarget(), req.GetCommandId())
+	if errors.Is(err, errNotHeld) {
+		if req.GetLeaseEpoch() < 1 {
+			return nil, status.Errorf(codes.NotFound, "command_id: command %s is not held by this thorax instance, and the report carries no lease_epoch to forward it with", req.GetCommandId())
+		}
+		t.logger.InfoContext(ctx, "forwarding the result of a command this instance does not hold",
+			"command_id", req.GetCommandId(), "target", req.GetTarget(), "lease_epoch", req.GetLeaseEpoch())
+		h, err = t.book.beginForward(req.GetTarget(), req.GetCommandId(), req.GetLeaseEpoch())
+	}
 	switch {
 	case errors.Is(err, errReportedOnce):
+		if err := resultAnswer(req.GetCommandId(), waitStored(ctx, h)); err != nil {
+			return nil, err
+		}
 		return &mantisv1.ReportResultResponse{}, nil
-	case errors.Is(err, errNotHeld):
-		return nil, status.Errorf(codes.NotFound, "command_id: command %s is not held by this thorax instance", req.GetCommandId())
 	case errors.Is(err, errOtherTarget):
 		return nil, status.Errorf(codes.FailedPrecondition, "command_id: command %s is not a poll command of target %s", req.GetCommandId(), req.GetTarget())
 	case errors.Is(err, errNotHanded):
 		return nil, status.Errorf(codes.FailedPrecondition, "command_id: command %s was not handed to an agent yet", req.GetCommandId())
+	case err != nil:
+		return nil, status.Errorf(codes.Internal, "command_id: %v", err)
 	}
 	defer t.book.finish(h)
 	// The store outlives the agent's call: the result must reach Mandible
 	// even if the agent hangs up.
 	err = t.storeResult(t.workContext(ctx), h, req.GetResult())
-	switch status.Code(err) {
-	case codes.OK:
-		return &mantisv1.ReportResultResponse{}, nil
-	case codes.FailedPrecondition, codes.NotFound:
-		return nil, status.Errorf(codes.FailedPrecondition, "mandible refused the result of command %s: %s", req.GetCommandId(), status.Convert(err).Message())
-	default:
-		return nil, status.Errorf(codes.Unavailable, "storing the result of command %s in mandible: %s", req.GetCommandId(), status.Convert(err).Message())
+	t.book.endStore(h, err)
+	if err := resultAnswer(req.GetCommandId(), err); err != nil {
+		return nil, err
 	}
+	return &mantisv1.ReportResultResponse{}, nil
+}
+
+// checkReport checks the fields of a result report.
+func checkReport(req *mantisv1.ReportResultRequest) error {
+	if err := checkTarget(req.GetTarget()); err != nil {
+		return err
+	}
+	if req.GetCommandId() == "" {
+		return status.Error(codes.InvalidArgument, "command_id: required")
+	}
+	if _, err := uuid.Parse(req.GetCommandId()); err != nil {
+		return status.Errorf(codes.InvalidArgument, "command_id: must be a UUID, got %s", echo(req.GetCommandId()))
+	}
+	if req.GetLeaseEpoch() < 0 {
+		return status.Errorf(codes.InvalidArgument, "lease_epoch: must not be negative, got %d", req.GetLeaseEpoch())
+	}
+	if req.GetResult() == nil {
+		return status.Error(codes.InvalidArgument, "result: required")
+	}
+	return nil
 }

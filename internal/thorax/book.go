@@ -37,6 +37,10 @@ type holding struct {
 	// cancelAsked says its agent was asked to cancel it: Mandible repeats a
 	// cancellation on every heartbeat until the command ends.
 	cancelAsked bool
+	// stored is closed when the store of its result ends, with storeErr
+	// Mandible's answer: a report repeated meanwhile answers the same.
+	stored   chan struct{}
+	storeErr error
 }
 
 func (h *holding) lease() *mantisv1.CommandLease {
@@ -130,7 +134,7 @@ func (b *book) admit(n int, instanceID string, cmds []*mantisv1.Command) (refuse
 	defer b.mu.Unlock()
 	b.reserved -= n
 	for _, c := range cmds {
-		h := &holding{cmd: c, instanceID: instanceID}
+		h := &holding{cmd: c, instanceID: instanceID, stored: make(chan struct{})}
 		if b.draining {
 			refused = append(refused, h)
 			continue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -117,8 +119,10 @@ type nudgeProcessor struct{ t *Thorax }
 
 // Process claims the nudged command and hands it off. A command claimed or
 // finished already, or one this instance does not serve, is not an error: its
-// nudge is acknowledged. FetchNow failing (Mandible unreachable, the instance
-// draining or at capacity) is a failed attempt under the retry rules.
+// nudge is acknowledged. An instance draining or at capacity is busy, not
+// failing (broker.ErrBusy): the nudge is acknowledged and polling claims the
+// command. FetchNow failing otherwise (Mandible unreachable) is a failed
+// attempt under the retry rules.
 func (p nudgeProcessor) Process(ctx context.Context, n broker.Nudge) error {
 	t := p.t
 	if _, err := uuid.Parse(n.CommandID); err != nil {
@@ -136,6 +140,8 @@ func (p nudgeProcessor) Process(ctx context.Context, n broker.Nudge) error {
 		case <-time.After(callTimeout):
 		}
 		return err
+	case errors.Is(err, ErrAtCapacity), errors.Is(err, ErrDraining):
+		return fmt.Errorf("%w: %w", broker.ErrBusy, err)
 	case status.Code(err) == codes.InvalidArgument:
 		return fmt.Errorf("%w: mandible refused the claim: %v", broker.ErrUnprocessable, err)
 	case err != nil:
@@ -158,23 +164,64 @@ func (p nudgeProcessor) Process(ctx context.Context, n broker.Nudge) error {
 	return nil
 }
 
-// GiveUp would ask Mandible to schedule another dispatch before the nudge is
-// dead-lettered, but ScheduleRedispatch is fenced by the lease, and a failed
-// attempt is a failed claim: this instance holds no lease to ask with. (A
-// command that was claimed and whose hand-off then failed is redispatched by
-// the hand-off itself, and its nudge was acknowledged.) The command is
-// still Mandible's: it stays queued, and polling claims it.
+// GiveUp asks Mandible to schedule another dispatch of the command before its
+// nudge is dead-lettered (seed "Retry Behaviour", step 4). The claims failed,
+// so no lease is held: the call names the command at
+// unclaimedLeaseEpoch, and Mandible fences it, refusing when the command was
+// claimed or finished since, or a newer delivery replaced it. Mandible owns
+// the budget and may refuse; the refusal is logged. Either way the nudge then
+// goes to mantis.dlq.
 func (p nudgeProcessor) GiveUp(ctx context.Context, n broker.Nudge, cause error) {
-	p.t.logger.WarnContext(ctx, "mandible could not be asked for another dispatch: the claim failed, so no lease is held; the command stays queued in mandible for polling to claim",
-		"command_id", n.CommandID, "err", cause)
+	t := p.t
+	attrs := []any{"command_id", n.CommandID, "target", n.Target, "cause", cause}
+	client, id := t.registration()
+	if id == "" || client == nil {
+		t.logger.WarnContext(ctx, "cannot ask mandible for another dispatch while registering: the command stays queued for polling to claim", attrs...)
+		return
+	}
+	reason := fmt.Sprintf("the nudge of command %s failed on its broker retry: %v", n.CommandID, cause)
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "")
+	}
+	var resp *mantisv1.ScheduleRedispatchResponse
+	err := t.callWithRetry(context.WithoutCancel(ctx), giveUpWindow, func(ctx context.Context) error {
+		var err error
+		resp, err = client.ScheduleRedispatch(ctx, &mantisv1.ScheduleRedispatchRequest{
+			InstanceId: id,
+			CommandId:  n.CommandID,
+			LeaseEpoch: unclaimedLeaseEpoch,
+			Reason:     reason,
+		})
+		return err
+	})
+	switch {
+	case status.Code(err) == codes.FailedPrecondition || status.Code(err) == codes.NotFound:
+		t.logger.InfoContext(ctx, "mandible refused another dispatch of the nudged command", append(attrs, "err", err)...)
+	case err != nil:
+		t.logger.WarnContext(ctx, "asking mandible for another dispatch of the nudged command failed: it stays queued for polling to claim", append(attrs, "err", err)...)
+	case resp.GetScheduled():
+		t.logger.InfoContext(ctx, "mandible scheduled another dispatch of the nudged command",
+			append(attrs, "next_attempt_at", resp.GetNextAttemptAt().AsTime())...)
+	default:
+		t.logger.WarnContext(ctx, "mandible refused another dispatch of the nudged command", append(attrs, "refusal", resp.GetRefusal())...)
+	}
 }
 
+// Lease epochs with a meaning of their own in ScheduleRedispatch.
+const (
+	// unclaimedLeaseEpoch names a command nobody claimed (schema's
+	// UnclaimedLeaseEpoch): a claim moves a command's epoch to 1 or more.
+	unclaimedLeaseEpoch = 0
+	// probeLeaseEpoch is an epoch no claim reaches, so a call fenced by it
+	// changes nothing.
+	probeLeaseEpoch = math.MaxInt64
+)
+
 // commandKnown reports whether Mandible has the command. Mandible has no call
-// that only asks, so this uses ScheduleRedispatch fenced at lease epoch 0,
-// which no held command carries (a claim moves a command's epoch to 1 or
-// more): Mandible changes nothing, and answers NOT_FOUND for a command it
-// does not have and FAILED_PRECONDITION for one this instance does not hold
-// at that epoch.
+// that only asks, so this uses ScheduleRedispatch fenced at probeLeaseEpoch,
+// which no command carries: Mandible changes nothing, and answers NOT_FOUND
+// for a command it does not have and FAILED_PRECONDITION for one that is not
+// running at that epoch.
 func (t *Thorax) commandKnown(ctx context.Context, commandID string) (bool, error) {
 	client, id := t.registration()
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
@@ -182,8 +229,8 @@ func (t *Thorax) commandKnown(ctx context.Context, commandID string) (bool, erro
 	_, err := client.ScheduleRedispatch(callCtx, &mantisv1.ScheduleRedispatchRequest{
 		InstanceId: id,
 		CommandId:  commandID,
-		LeaseEpoch: 0,
-		Reason:     "thorax checking that a nudged command exists (lease epoch 0 is never held)",
+		LeaseEpoch: probeLeaseEpoch,
+		Reason:     "thorax checking that a nudged command exists (no claim reaches this lease epoch)",
 	})
 	switch status.Code(err) {
 	case codes.NotFound:

@@ -96,7 +96,7 @@ func (t *Thorax) runListen(work context.Context, h *holding) {
 		result = &mantisv1.CommandResult{ExitCode: -1, Error: "agent answered without a result", FinishedAt: now}
 	}
 	t.book.markStoring(h)
-	_ = t.storeResult(work, h, result)
+	t.book.endStore(h, t.storeResult(work, h, result))
 }
 
 // cancelCommands stops the commands Mandible cancelled (their deployment

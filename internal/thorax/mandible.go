@@ -9,9 +9,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/mantis-deploy/mantis/internal/backoff"
+	"github.com/mantis-deploy/mantis/internal/rpcretry"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -155,25 +155,17 @@ func (t *Thorax) beatNow() {
 	}
 }
 
-// retryable says whether a failed Mandible call may succeed if repeated.
-func retryable(err error) bool {
-	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
-		return true
-	}
-	return false
-}
-
-// callWithRetry runs call until it succeeds, fails for good, retryWindow
-// passes or ctx ends, and returns its last error.
-func (t *Thorax) callWithRetry(ctx context.Context, call func(context.Context) error) error {
+// callWithRetry runs call until it succeeds, fails for good, window passes
+// or ctx ends, and returns its last error. rpcretry decides which failures
+// are worth repeating.
+func (t *Thorax) callWithRetry(ctx context.Context, window time.Duration, call func(context.Context) error) error {
 	bo := t.retryBackoff
-	giveUp := time.Now().Add(retryWindow)
+	giveUp := time.Now().Add(window)
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 		err := call(callCtx)
 		cancel()
-		if err == nil || !retryable(err) || ctx.Err() != nil || time.Now().After(giveUp) {
+		if err == nil || !rpcretry.Retryable(err) || ctx.Err() != nil || time.Now().After(giveUp) {
 			return err
 		}
 		if !backoff.Sleep(ctx, bo.Next()) {
@@ -190,38 +182,6 @@ const (
 	maxReason = 4096
 )
 
-// storeResult stores a command's result in Mandible under the lease it was
-// claimed with, and returns Mandible's answer. Refusals are logged here.
-func (t *Thorax) storeResult(ctx context.Context, h *holding, result *mantisv1.CommandResult) error {
-	client, _ := t.registration()
-	if out := result.GetOutput(); len(out) > maxResultOutput {
-		// An agent above Mandible's limit would lose the whole result; keep
-		// the tail, as agents do.
-		result = proto.CloneOf(result)
-		result.Output = out[len(out)-maxResultOutput:]
-		result.OutputTruncated = true
-	}
-	err := t.callWithRetry(ctx, func(ctx context.Context) error {
-		_, err := client.StoreCommandResult(ctx, &mantisv1.StoreCommandResultRequest{
-			InstanceId: h.instanceID,
-			CommandId:  h.cmd.GetId(),
-			LeaseEpoch: h.cmd.GetLeaseEpoch(),
-			Result:     result,
-		})
-		return err
-	})
-	attrs := []any{"command_id", h.cmd.GetId(), "target", h.cmd.GetTarget(), "lease_epoch", h.cmd.GetLeaseEpoch()}
-	switch status.Code(err) {
-	case codes.OK:
-		t.logger.DebugContext(ctx, "stored command result", append(attrs, "exit_code", result.GetExitCode())...)
-	case codes.FailedPrecondition, codes.NotFound:
-		t.logger.WarnContext(ctx, "mandible refused the result: the command is no longer held at this lease", append(attrs, "err", err)...)
-	default:
-		t.logger.ErrorContext(ctx, "storing command result failed: the result is lost", append(attrs, "err", err)...)
-	}
-	return err
-}
-
 // redispatch asks Mandible to dispatch a held command again after a failed
 // hand-off. Mandible owns the retry budget and may refuse; either way the
 // command leaves this instance.
@@ -231,7 +191,7 @@ func (t *Thorax) redispatch(ctx context.Context, h *holding, reason string) {
 		reason = strings.ToValidUTF8(reason[:maxReason], "")
 	}
 	var resp *mantisv1.ScheduleRedispatchResponse
-	err := t.callWithRetry(ctx, func(ctx context.Context) error {
+	err := t.callWithRetry(ctx, retryWindow, func(ctx context.Context) error {
 		var err error
 		resp, err = client.ScheduleRedispatch(ctx, &mantisv1.ScheduleRedispatchRequest{
 			InstanceId: h.instanceID,
@@ -266,7 +226,7 @@ func (t *Thorax) release(ctx context.Context, hs []*holding, why string) {
 	}
 	for id, leases := range byInstance {
 		var released int32
-		err := t.callWithRetry(ctx, func(ctx context.Context) error {
+		err := t.callWithRetry(ctx, retryWindow, func(ctx context.Context) error {
 			resp, err := client.ReleaseCommands(ctx, &mantisv1.ReleaseCommandsRequest{InstanceId: id, Commands: leases})
 			released = resp.GetReleased()
 			return err

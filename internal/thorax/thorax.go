@@ -58,8 +58,13 @@ const (
 	maxFetch = 1000
 	// sweepInterval is how often overdue and stranded commands are looked for.
 	sweepInterval = time.Second
-	// retryWindow bounds the retries of one result store, redispatch or release.
+	// retryWindow bounds the retries of one redispatch or release. A result
+	// store has no bound but the drain's: a result is retried until Mandible
+	// acknowledges or refuses it.
 	retryWindow = 10 * time.Minute
+	// giveUpWindow bounds the retries of the redispatch asked for when a
+	// nudge is dead-lettered: the broker delivery waits on it.
+	giveUpWindow = 30 * time.Second
 	// stopGrace bounds the agents server's graceful stop once the drain is over.
 	stopGrace = 5 * time.Second
 )
