@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/internal/spec"
 )
 
 // Deployment states.
@@ -62,7 +64,7 @@ func CreateDeployment(ctx context.Context, db DB, d NewDeployment) (id uuid.UUID
 
 // ResolveTargets returns the registered targets a deployment runs on: the named ones
 // and those whose labels match every key=value of selector, sorted, without repeats.
-// Unknown names are an *InputError.
+// Unknown names, and more than spec.MaxTargets targets, are an *InputError.
 func ResolveTargets(ctx context.Context, db DB, names []string, selector map[string]string) ([]string, error) {
 	sel := selector
 	if sel == nil {
@@ -100,6 +102,13 @@ func ResolveTargets(ctx context.Context, db DB, names []string, selector map[str
 	if len(found) == 0 {
 		return nil, &InputError{Problems: []string{"target_selector: no registered target matches"}}
 	}
+	if len(found) > spec.MaxTargets {
+		field := "targets"
+		if len(selector) > 0 {
+			field = "target_selector"
+		}
+		return nil, &InputError{Problems: []string{field + ": " + spec.TooManyTargets(len(found))}}
+	}
 	return found, nil
 }
 
@@ -111,10 +120,14 @@ type StepRecord struct {
 	ContinueOnError bool
 }
 
-// StartDeployment records the steps and marks the deployment running, with a
-// deployment.started event, in one transaction. Calling it again changes nothing.
+// StartDeployment records the steps and the resolved targets and marks the deployment
+// running, with a deployment.started event, in one transaction. Calling it again
+// changes nothing.
 func StartDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, steps []StepRecord, targets []string) error {
 	return inTx(ctx, db, func(tx pgx.Tx) error {
+		if _, err := RecordDeploymentTargets(ctx, tx, id, targets); err != nil {
+			return err
+		}
 		for i, s := range steps {
 			if _, err := tx.Exec(ctx, `
 				INSERT INTO deployment_steps (deployment_id, position, name, command, timeout, continue_on_error)

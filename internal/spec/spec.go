@@ -56,13 +56,22 @@ type Deployment struct {
 	DeploymentID string `json:"deployment_id,omitempty"`
 }
 
-// Defaults.
+// Defaults and limits.
 const (
 	DefaultPriority    = "normal"
 	DefaultStepTimeout = 10 * time.Minute
-	MaxSteps           = 100
-	MaxTargets         = 10000
+	// MaxSteps caps a deployment's steps.
+	MaxSteps = 100
+	// MaxTargets caps the targets a deployment runs on: the named ones and those its
+	// target_selector matches, together, once resolved against the registered targets.
+	MaxTargets = 10000
 )
+
+// TooManyTargets is the refusal of a deployment that resolves to n targets, more than
+// MaxTargets.
+func TooManyTargets(n int) string {
+	return fmt.Sprintf("deployment resolves to %d targets; at most %d", n, MaxTargets)
+}
 
 // Errors lists every problem of a spec, each naming its field path.
 type Errors []FieldError
