@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 // Analysis sources: Mantis queues its own for failed commands; external publishers send
@@ -89,8 +91,16 @@ type NewExternalAnalysis struct {
 }
 
 // InsertExternalAnalysis stores an external request, queued. A request_id already
-// stored is left as it is (a redelivered message) and Created is false.
+// stored is left as it is (a redelivered message) and Created is false. Its text comes
+// from outside: the input's end is kept as display text (no NUL, valid UTF-8), and the
+// rule-based texts derived from it are made display text too.
 func InsertExternalAnalysis(ctx context.Context, db DB, a NewExternalAnalysis) (created bool, err error) {
+	// Four bytes per character at most: the byte tail is never shorter than the
+	// MaxAnalysisInput characters SQL keeps.
+	a.Input = safetext.DisplayTail([]byte(a.Input), 4*MaxAnalysisInput)
+	a.Category = safetext.DisplayString(a.Category)
+	a.Summary = safetext.DisplayString(a.Summary)
+	a.Suggestion = safetext.DisplayString(a.Suggestion)
 	tag, err := db.Exec(ctx, `
 		INSERT INTO analyses (external_id, source, input, category, summary, suggestion)
 		VALUES ($1, 'external', right($2, $3), $4, $5, $6)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 // Command is a command_queue row as a Thorax instance receives it.
@@ -151,14 +153,17 @@ func FetchPendingCommands(ctx context.Context, db TxBeginner, r FetchCommandsReq
 
 // CommandResult is what a run produced.
 type CommandResult struct {
-	ExitCode        int
+	ExitCode int
+	// Output is the bytes the command printed, in any encoding, NUL and escape
+	// sequences included (a Go string holds any bytes).
 	Output          string
 	OutputTruncated bool
 	TimedOut        bool
 	Cancelled       bool
-	Error           string
-	StartedAt       time.Time
-	FinishedAt      time.Time
+	// Error is free text from outside; it is stored as safetext.Bound makes it.
+	Error      string
+	StartedAt  time.Time
+	FinishedAt time.Time
 }
 
 // Succeeded reports whether the run counts as a success: it ran, was not killed, and
@@ -178,17 +183,39 @@ type StoredResult struct {
 	Replayed bool
 }
 
-// StoreCommandResult records the result of a running command at its current lease
-// epoch, the fencing token, and records instance as the one that delivered it: any
-// Thorax instance may forward a result, whichever instance claimed the command. A
-// result at a stale epoch, or for a command that ended otherwise (cancelled, lost), gets
-// ErrNotHeld saying which; an unknown command, ErrNotFound. Storing the result of the
-// same epoch again (a retried or forwarded call) is accepted once.
-func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, r CommandResult) (StoredResult, error) {
-	status := "failed"
-	if r.Succeeded() {
-		status = "succeeded"
+// Bounds on the output a result stores. The raw bound is also the CHECK on
+// command_queue.output_raw.
+const (
+	// MaxRawOutputBytes is how much of what a command printed is kept as bytes: the end.
+	MaxRawOutputBytes = 1 << 20
+	// DisplayOutputBytes is how many of the last raw bytes command_queue.output holds
+	// as display text.
+	DisplayOutputBytes = MaxAnalysisInput
+	// OutputTailBytes is how many of the last raw bytes events and views show.
+	OutputTailBytes = 4096
+)
+
+// resultText is a result's free text as it is stored: the raw output bounded, its
+// display forms, and the error bounded and made valid text.
+type resultText struct {
+	raw       []byte
+	truncated bool
+	display   string
+	tail      string
+	errText   *string
+	analysis  string
+}
+
+// storedText bounds and converts a result's free text. Nothing is refused: output
+// beyond MaxRawOutputBytes keeps its end and is marked truncated, a long error is cut
+// with a marker, and display text never holds NUL or invalid UTF-8.
+func storedText(r CommandResult) resultText {
+	t := resultText{raw: []byte(r.Output), truncated: r.OutputTruncated}
+	if len(t.raw) > MaxRawOutputBytes {
+		t.raw, t.truncated = safetext.Tail(t.raw, MaxRawOutputBytes), true
 	}
+	t.display = safetext.DisplayTail(t.raw, DisplayOutputBytes)
+	t.tail = safetext.DisplayTail(t.raw, OutputTailBytes)
 	errText := r.Error
 	switch {
 	case errText == "" && r.TimedOut:
@@ -196,10 +223,28 @@ func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID,
 	case errText == "" && r.Cancelled:
 		errText = "cancelled"
 	}
-	var errPtr *string
+	errText = safetext.Bound(errText, safetext.MaxErrorBytes)
 	if errText != "" {
-		errPtr = &errText
+		t.errText = &errText
 	}
+	t.analysis = t.display + "\n" + errText
+	return t
+}
+
+// StoreCommandResult records the result of a running command at its current lease
+// epoch, the fencing token, and records instance as the one that delivered it: any
+// Thorax instance may forward a result, whichever instance claimed the command. A
+// result at a stale epoch, or for a command that ended otherwise (cancelled, lost), gets
+// ErrNotHeld saying which; an unknown command, ErrNotFound. Storing the result of the
+// same epoch again (a retried or forwarded call) is accepted once. Any
+// output is accepted: its bytes are kept in output_raw, its display text is what the
+// event, the views and the analysis read.
+func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, r CommandResult) (StoredResult, error) {
+	status := "failed"
+	if r.Succeeded() {
+		status = "succeeded"
+	}
+	text := storedText(r)
 	var (
 		out  = StoredResult{CommandID: command, Status: status}
 		step *int32
@@ -210,7 +255,7 @@ func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID,
 		WITH stored AS (
 		    UPDATE command_queue c
 		    SET status = $4, exit_code = $5, output = $6, output_truncated = $7, error = $8,
-		        started_at = $9, finished_at = $10, result_instance_id = $2
+		        started_at = $9, finished_at = $10, output_raw = $13, result_instance_id = $2
 		    FROM targets t
 		    WHERE c.id = $1 AND c.lease_epoch = $3 AND c.status = 'running' AND t.id = c.target_id
 		    RETURNING c.id, c.deployment_id, c.step_position, t.name
@@ -223,12 +268,12 @@ func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID,
 		    FROM stored s WHERE s.deployment_id IS NOT NULL
 		), analysis AS (
 		    INSERT INTO analyses (command_id, source, input)
-		    SELECT s.id, 'internal', right($12, 65536) FROM stored s WHERE $4 = 'failed'
+		    SELECT s.id, 'internal', right($12, $14) FROM stored s WHERE $4 = 'failed'
 		    ON CONFLICT (command_id) DO NOTHING
 		)
 		SELECT deployment_id, step_position, name FROM stored`,
-		command, instance, epoch, status, r.ExitCode, r.Output, r.OutputTruncated, errPtr, nullTime(r.StartedAt), nullTime(r.FinishedAt),
-		tailOf(r.Output, outputTailBytes), r.Output+"\n"+errText).
+		command, instance, epoch, status, r.ExitCode, text.display, text.truncated, text.errText, nullTime(r.StartedAt), nullTime(r.FinishedAt),
+		text.tail, text.analysis, text.raw, MaxAnalysisInput).
 		Scan(&out.DeploymentID, &step, &out.Target)
 	if errors.Is(err, pgx.ErrNoRows) {
 		st, err := resultRefusal(ctx, db, command, epoch)
@@ -246,23 +291,6 @@ func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID,
 		out.StepPosition = &s
 	}
 	return out, nil
-}
-
-// outputTailBytes is how much of a command's output events and views carry.
-const outputTailBytes = 4096
-
-// tailOf returns the last n bytes of s, starting at a rune boundary.
-func tailOf(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	for i := 0; i < len(s) && i < 4; i++ {
-		if s[i]&0xC0 != 0x80 {
-			return s[i:]
-		}
-	}
-	return s
 }
 
 func nullTime(t time.Time) *time.Time {

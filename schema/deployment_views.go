@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 // DeploymentView is a deployment as the API shows it.
@@ -47,9 +49,11 @@ type StepCounts struct {
 
 // TargetView is one target's result in a step.
 type TargetView struct {
-	Target     string        `json:"target"`
-	Status     string        `json:"status"` // queued, running, succeeded, failed
-	ExitCode   *int          `json:"exit_code,omitempty"`
+	Target   string `json:"target"`
+	Status   string `json:"status"` // queued, running, succeeded, failed
+	ExitCode *int   `json:"exit_code,omitempty"`
+	// OutputTail is the display text of the output's last OutputTailBytes bytes:
+	// valid UTF-8 without NUL, escape sequences kept.
 	OutputTail string        `json:"output_tail,omitempty"`
 	Truncated  bool          `json:"output_truncated,omitempty"`
 	Error      string        `json:"error,omitempty"`
@@ -98,8 +102,8 @@ func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, er
 		return DeploymentView{}, err
 	}
 	rows, err = db.Query(ctx, `
-		SELECT p.step_position, t.name, p.status, c.status, c.exit_code, right(coalesce(c.output, ''), 4096),
-		       coalesce(c.output_truncated, false) OR length(coalesce(c.output, '')) > 4096,
+		SELECT p.step_position, t.name, p.status, c.status, c.exit_code, substring(c.output_raw FROM greatest(octet_length(c.output_raw) - $2 + 1, 1)),
+		       coalesce(c.output_truncated, false) OR coalesce(octet_length(c.output_raw), 0) > $2,
 		       coalesce(c.error, CASE WHEN p.status IN ('failed', 'expired', 'cancelled') THEN p.last_error END, ''),
 		       p.attempts, c.started_at, c.finished_at, a.status, a.category, a.summary, a.suggestion
 		FROM pending_dispatch_requests p
@@ -107,7 +111,7 @@ func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, er
 		LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
 		LEFT JOIN analyses a ON a.command_id = c.id
 		WHERE p.deployment_id = $1
-		ORDER BY p.step_position, t.name`, id)
+		ORDER BY p.step_position, t.name`, id, OutputTailBytes)
 	if err != nil {
 		return DeploymentView{}, fmt.Errorf("reading target results: %w", err)
 	}
@@ -120,11 +124,13 @@ func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, er
 			cmdStatus      *string
 			analysisStatus *string
 			av             AnalysisView
+			rawTail        []byte
 		)
-		if err := rows.Scan(&pos, &tv.Target, &reqStatus, &cmdStatus, &tv.ExitCode, &tv.OutputTail, &tv.Truncated, &tv.Error,
+		if err := rows.Scan(&pos, &tv.Target, &reqStatus, &cmdStatus, &tv.ExitCode, &rawTail, &tv.Truncated, &tv.Error,
 			&tv.Attempts, &tv.StartedAt, &tv.FinishedAt, &analysisStatus, &av.Category, &av.Summary, &av.Suggestion); err != nil {
 			return DeploymentView{}, err
 		}
+		tv.OutputTail = safetext.DisplayTail(rawTail, OutputTailBytes)
 		tv.Status = targetStatus(reqStatus, cmdStatus)
 		if analysisStatus != nil {
 			av.Status = *analysisStatus

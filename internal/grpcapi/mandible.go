@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,16 +19,22 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/safetext"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
-// Limits on what a Thorax may send.
+// Limits on what a Thorax may send. Free text (output, error, reasons) beyond them is
+// cut, not refused: a result must never be lost because it says too much.
 const (
-	maxNameLen     = 128
-	maxCommands    = 1000
-	maxOutputBytes = 1 << 20
-	maxReasonLen   = 4096
+	maxNameLen  = 128
+	maxCommands = 1000
+	// maxOutputBytes is how much of a result's output is kept: its end.
+	maxOutputBytes = schema.MaxRawOutputBytes
+	// maxErrorBytes is how much of a result's error text is kept: its start.
+	maxErrorBytes = safetext.MaxErrorBytes
+	// maxReasonBytes is how much of a redispatch reason is kept: its start.
+	maxReasonBytes = safetext.MaxReasonBytes
 )
 
 // MandibleService implements mantisv1.MandibleServiceServer over PostgreSQL.
@@ -80,10 +87,10 @@ func (s *MandibleService) toStatus(ctx context.Context, op string, err error) er
 // RegisterInstance issues an instance id for a starting Thorax.
 func (s *MandibleService) RegisterInstance(ctx context.Context, req *mantisv1.RegisterInstanceRequest) (*mantisv1.RegisterInstanceResponse, error) {
 	name := strings.TrimSpace(req.GetName())
-	if name == "" || len(name) > maxNameLen {
-		return nil, invalid("name", "required, at most %d characters", maxNameLen)
+	if name == "" || len(name) > maxNameLen || strings.ContainsFunc(name, unicode.IsControl) {
+		return nil, invalid("name", "required, at most %d characters, no control characters", maxNameLen)
 	}
-	id, err := schema.RegisterInstance(ctx, s.DB, name, req.GetVersion())
+	id, err := schema.RegisterInstance(ctx, s.DB, name, safetext.Bound(req.GetVersion(), maxNameLen))
 	if err != nil {
 		return nil, s.toStatus(ctx, "RegisterInstance", err)
 	}
@@ -175,8 +182,10 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	if r == nil {
 		return nil, invalid("result", "required")
 	}
-	if len(r.GetOutput()) > maxOutputBytes {
-		return nil, invalid("result.output", "at most %d bytes, got %d", maxOutputBytes, len(r.GetOutput()))
+	// Any bytes are accepted; only their amount is bounded, keeping the end.
+	output, truncated := r.GetOutput(), r.GetOutputTruncated()
+	if len(output) > maxOutputBytes {
+		output, truncated = safetext.Tail(output, maxOutputBytes), true
 	}
 	if r.GetStartedAt() != nil && !r.GetStartedAt().IsValid() {
 		return nil, invalid("result.started_at", "not a valid timestamp")
@@ -185,8 +194,8 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 		return nil, invalid("result.finished_at", "not a valid timestamp")
 	}
 	stored, err := schema.StoreCommandResult(ctx, s.DB, id, cmd, req.GetLeaseEpoch(), schema.CommandResult{
-		ExitCode: int(r.GetExitCode()), Output: strings.ToValidUTF8(string(r.GetOutput()), "\uFFFD"), OutputTruncated: r.GetOutputTruncated(),
-		TimedOut: r.GetTimedOut(), Cancelled: r.GetCancelled(), Error: r.GetError(),
+		ExitCode: int(r.GetExitCode()), Output: string(output), OutputTruncated: truncated,
+		TimedOut: r.GetTimedOut(), Cancelled: r.GetCancelled(), Error: safetext.Bound(r.GetError(), maxErrorBytes),
 		StartedAt: timeOf(r.GetStartedAt()), FinishedAt: timeOf(r.GetFinishedAt()),
 	})
 	if err != nil {
@@ -221,13 +230,11 @@ func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.
 	if err != nil {
 		return nil, err
 	}
-	if len(req.GetReason()) > maxReasonLen {
-		return nil, invalid("reason", "at most %d bytes", maxReasonLen)
-	}
+	reason := safetext.Bound(req.GetReason(), maxReasonBytes)
 	if req.GetLeaseEpoch() < 0 {
 		return nil, invalid("lease_epoch", "must not be negative, got %d", req.GetLeaseEpoch())
 	}
-	res, err := schema.ScheduleRedispatch(ctx, s.DB, id, cmd, req.GetLeaseEpoch(), req.GetReason())
+	res, err := schema.ScheduleRedispatch(ctx, s.DB, id, cmd, req.GetLeaseEpoch(), reason)
 	if err != nil {
 		if errors.Is(err, schema.ErrNotHeld) {
 			s.Logger.DebugContext(ctx, "refused redispatch", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(), "err", err)
