@@ -50,12 +50,17 @@ func DeploymentIDFor(workflowID string, s spec.Deployment) (uuid.UUID, error) {
 type StartDeploymentInput struct {
 	WorkflowID string          `json:"workflow_id"`
 	Spec       spec.Deployment `json:"spec"`
+	// CountOnly leaves the target names out of the result: the workflow keeps each
+	// step's window on the database side and needs only how many there are.
+	CountOnly bool `json:"count_only,omitempty"`
 }
 
-// StartDeploymentResult names the deployment and the targets it runs on.
+// StartDeploymentResult names the deployment and counts the targets it runs on. Targets
+// lists them, unless the input asked for the count only.
 type StartDeploymentResult struct {
 	DeploymentID string   `json:"deployment_id"`
 	Targets      []string `json:"targets"`
+	TargetCount  int      `json:"target_count,omitempty"`
 }
 
 // StartDeployment validates the spec, records the deployment (idempotently: a
@@ -95,7 +100,15 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	if err := schema.StartDeployment(ctx, a.DB, id, steps, targets); err != nil {
 		return StartDeploymentResult{}, err
 	}
-	return StartDeploymentResult{DeploymentID: id.String(), Targets: targets}, nil
+	if in.CountOnly {
+		// The recorded list, which a retry after a first committed attempt keeps.
+		n, err := schema.DeploymentTargetCount(ctx, a.DB, id)
+		if err != nil {
+			return StartDeploymentResult{}, err
+		}
+		return StartDeploymentResult{DeploymentID: id.String(), TargetCount: n}, nil
+	}
+	return StartDeploymentResult{DeploymentID: id.String(), Targets: targets, TargetCount: len(targets)}, nil
 }
 
 // StepInput names a step of a deployment.

@@ -2,10 +2,13 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/broker"
@@ -18,22 +21,50 @@ type ClaimBatchInput struct {
 	Limit     int    `json:"limit"`
 }
 
+// MaxClaimBatch is the most requests one claim takes, whatever dispatch.batch_size
+// says: at this size the claim's result, the delivery's input and its result each stay
+// well under Temporal's 2 MB payload limit (see TestDispatchPayloadsAtMaxBatch).
+const MaxClaimBatch = 10000
+
 // ClaimBatchResult lists the requests won, by id and epoch, and how many were lost to
-// other replicas.
+// other replicas. Only the id and epoch of each request reach the workflow's history
+// (see MarshalJSON).
 type ClaimBatchResult struct {
 	Claimed []schema.ClaimedRequest `json:"claimed"`
 	Lost    int                     `json:"lost"`
 }
 
+// MarshalJSON encodes each claimed request as its id and epoch, all the workflow
+// reads: the target name (up to 128 bytes), priority, attempts and creation time would
+// more than double the payload of a full batch.
+func (r ClaimBatchResult) MarshalJSON() ([]byte, error) {
+	refs := make([]schema.ClaimRef, len(r.Claimed))
+	for i, c := range r.Claimed {
+		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+	}
+	return json.Marshal(struct {
+		Claimed []schema.ClaimRef `json:"claimed"`
+		Lost    int               `json:"lost"`
+	}{refs, r.Lost})
+}
+
+// claimKey names one claim, the same on every attempt of its activity: the dispatcher
+// run and the activity's id within it.
+func claimKey(ctx context.Context) string {
+	info := activity.GetInfo(ctx)
+	return info.WorkflowExecution.RunID + "/" + info.ActivityID
+}
+
 // ClaimBatch claims pending dispatch requests for the replica (conditional UPDATE from
-// pending to processing with a new claim epoch).
+// pending to processing with a new claim epoch). A retry of a claim whose first attempt
+// committed returns the rows that attempt claimed (schema.ClaimPendingFor).
 func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimBatchResult, error) {
 	if in.ReplicaID == "" || in.Limit <= 0 {
 		return ClaimBatchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), "InvalidInput", nil)
 	}
 	a.ClaimClock.ClaimStarted()
-	res, err := schema.ClaimPending(ctx, a.DB, in.ReplicaID, in.Limit)
+	res, err := schema.ClaimPendingFor(ctx, a.DB, in.ReplicaID, claimKey(ctx), min(in.Limit, MaxClaimBatch))
 	if err != nil {
 		return ClaimBatchResult{}, err
 	}
@@ -54,7 +85,16 @@ type DeliverBatchInput struct {
 	Requests  []schema.ClaimRef `json:"requests"`
 }
 
-// DeliverBatchResult lists each request's outcome, with counts for the summary.
+// maxReportedOutcomes bounds the outcomes a delivery reports one by one; the counts
+// cover every request.
+const maxReportedOutcomes = 100
+
+// maxOutcomeError bounds the error text of a reported outcome.
+const maxOutcomeError = 200
+
+// DeliverBatchResult counts the outcomes of a delivery and lists up to 100 of those
+// that were not dispatched (retried, failed, expired or stale), so that its size does
+// not grow with the batch.
 type DeliverBatchResult struct {
 	Outcomes   []schema.DeliveryOutcome `json:"outcomes"`
 	Dispatched int                      `json:"dispatched"`
@@ -85,30 +125,19 @@ func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (De
 	if err != nil {
 		return DeliverBatchResult{}, err
 	}
-	res := DeliverBatchResult{Outcomes: outcomes}
 	var nudges []broker.Nudge
-	for i := range res.Outcomes {
-		o := &res.Outcomes[i]
+	for _, o := range outcomes {
 		switch o.Outcome {
 		case schema.OutcomeDispatched:
-			res.Dispatched++
 			if o.Command != nil {
 				nudges = append(nudges, nudgeOf(*o.Command))
 				a.Metrics.dispatched(o.Queued)
 			}
-		case schema.OutcomeRetry:
-			res.Retried++
-		case schema.OutcomeFailed:
-			res.Failed++
-		case schema.OutcomeExpired:
-			res.Expired++
 		case schema.OutcomeStale:
-			res.Stale++
 			a.Logger.WarnContext(ctx, "refused stale delivery outcome", "replica_id", in.ReplicaID, "request_id", o.RequestID, "reason", o.Error)
 		}
-		// The nudge is published below; the history keeps the outcome lean.
-		o.Command = nil
 	}
+	res := summarizeDelivery(outcomes)
 	a.Metrics.delivered(res)
 	if a.Broker != nil && len(nudges) > 0 {
 		if err := a.Broker.Publish(ctx, nudges); err != nil {
@@ -157,4 +186,34 @@ func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispa
 			"reclaimed", len(res.Reclaimed), "expired", len(res.Expired), "requeued", len(res.Requeued))
 	}
 	return res, errors.Join(errs...)
+}
+
+// summarizeDelivery counts outcomes and keeps up to maxReportedOutcomes of those not
+// dispatched, with their error text bounded: the history gets what explains a batch, not
+// one entry per request.
+func summarizeDelivery(outcomes []schema.DeliveryOutcome) DeliverBatchResult {
+	var res DeliverBatchResult
+	for _, o := range outcomes {
+		switch o.Outcome {
+		case schema.OutcomeDispatched:
+			res.Dispatched++
+			continue
+		case schema.OutcomeRetry:
+			res.Retried++
+		case schema.OutcomeFailed:
+			res.Failed++
+		case schema.OutcomeExpired:
+			res.Expired++
+		case schema.OutcomeStale:
+			res.Stale++
+		}
+		if len(res.Outcomes) < maxReportedOutcomes {
+			o.Command = nil
+			if len(o.Error) > maxOutcomeError {
+				o.Error = strings.ToValidUTF8(o.Error[:maxOutcomeError], "") + "…"
+			}
+			res.Outcomes = append(res.Outcomes, o)
+		}
+	}
+	return res
 }

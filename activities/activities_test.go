@@ -1,0 +1,10 @@
+package activities_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/mantis-deploy/mantis/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }

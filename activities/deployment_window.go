@@ -1,0 +1,94 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// AdvanceStepInput names a step whose window to keep, and how long one call may wait.
+type AdvanceStepInput struct {
+	StepInput
+	// MaxWait bounds the call; the workflow calls again while the step is not done.
+	MaxWait time.Duration `json:"max_wait"`
+}
+
+// AdvanceStepResult is where the step stands: counts and up to 20 failed targets,
+// never the list of targets, whatever their number.
+type AdvanceStepResult = schema.StepProgress
+
+// advanceRecheck re-reads the step when no notification came: one can be missed across
+// a reconnect of the LISTEN connection.
+const advanceRecheck = 2 * time.Second
+
+// AdvanceStep runs a step on the database side until it ends or MaxWait passes: it
+// starts the step, enqueues its targets up to max_parallel, and as results land tops
+// the window up again, in the transaction that counts them (schema.AdvanceStep). The
+// answer is small and a step costs one call per MaxWait, however many targets and
+// whatever max_parallel.
+func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (AdvanceStepResult, error) {
+	id, err := in.id()
+	if err != nil {
+		return AdvanceStepResult{}, err
+	}
+	maxWait := in.MaxWait
+	if maxWait <= 0 {
+		maxWait = 30 * time.Second
+	}
+	var wake <-chan struct{}
+	if a.Notifications != nil {
+		sub := a.Notifications.Subscribe(ResultsChannel, id.String())
+		defer sub.Close()
+		wake = sub.C
+	}
+	deadline := time.NewTimer(maxWait)
+	defer deadline.Stop()
+	for {
+		p, err := schema.AdvanceStep(ctx, a.DB, id, in.Position)
+		var inputErr *schema.InputError
+		if errors.As(err, &inputErr) {
+			return AdvanceStepResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), InvalidSpec, nil)
+		}
+		if err != nil {
+			return AdvanceStepResult{}, err
+		}
+		if p.Done {
+			return p, nil
+		}
+		activity.RecordHeartbeat(ctx, p.Enqueued-p.Running)
+		select {
+		case <-ctx.Done():
+			return AdvanceStepResult{}, ctx.Err()
+		case <-deadline.C:
+			return p, nil
+		case <-wake:
+			// Results often land together: let them, then count them once.
+			select {
+			case <-time.After(resultCoalesce):
+			case <-ctx.Done():
+			}
+		case <-time.After(advanceRecheck):
+		}
+	}
+}
+
+// SkipStepsInput names the first step of a deployment that will not run.
+type SkipStepsInput struct {
+	DeploymentID string `json:"deployment_id"`
+	From         int    `json:"from"`
+}
+
+// SkipSteps records every step from From on that never started as skipped, in one call
+// whatever their number.
+func (a *Activities) SkipSteps(ctx context.Context, in SkipStepsInput) error {
+	id, err := StepInput{DeploymentID: in.DeploymentID}.id()
+	if err != nil {
+		return err
+	}
+	return schema.SkipSteps(ctx, a.DB, id, in.From)
+}
