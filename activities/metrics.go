@@ -39,7 +39,7 @@ func NewMetrics(reg prometheus.Registerer, db *pgxpool.Pool) *Metrics {
 			Name: "mantis_dispatch_delivery_attempts_total", Help: "Delivery attempts by outcome (dispatched, retry, failed, expired, stale).",
 		}, []string{"outcome"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mantis_dispatch_failures_total", Help: "Requests failed after spending the budget of 10 attempts.",
+			Name: "mantis_dispatch_failures_total", Help: "Requests failed after spending their budget: a first delivery and 10 retries.",
 		}),
 		expiries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mantis_dispatch_expiries_total", Help: "Requests expired 24 h after creation.",

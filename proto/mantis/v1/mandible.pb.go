@@ -546,8 +546,8 @@ type ScheduleRedispatchResponse struct {
 	Scheduled bool `protobuf:"varint,1,opt,name=scheduled,proto3" json:"scheduled,omitempty"`
 	// next_attempt_at is when the request will be dispatched again, when scheduled.
 	NextAttemptAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=next_attempt_at,json=nextAttemptAt,proto3" json:"next_attempt_at,omitempty"`
-	// refusal says why not, when not scheduled: the budget of 10 attempts is spent, or
-	// the request expired.
+	// refusal says why not, when not scheduled: the retry budget is spent (a first
+	// delivery and 10 retries), or the request expired.
 	Refusal       string `protobuf:"bytes,3,opt,name=refusal,proto3" json:"refusal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
