@@ -85,6 +85,9 @@ func setupDeployment(t *testing.T) *deploymentTest {
 	env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{rec}})
 	env.RegisterWorkflowWithOptions(Deployment, workflow.RegisterOptions{Name: DeploymentWorkflowType})
 	env.RegisterActivity(&activities.Activities{})
+	// These tests cover the runs recorded before windowInDatabaseChange, which still
+	// replay through legacyDeployment; deployment_window_test.go covers new runs.
+	env.OnGetVersion(windowInDatabaseChange, workflow.DefaultVersion, deploymentWindowVersion).Return(workflow.DefaultVersion)
 
 	dt := &deploymentTest{env: env, rec: rec, logs: logs, targets: []string{"web-1", "web-2", "web-3"}}
 	dt.start = func(int, activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {

@@ -1,0 +1,201 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// advanceMaxWait bounds one AdvanceStep call: a step costs one call per advanceMaxWait
+// of its running time, and one call when it ends sooner.
+const advanceMaxWait = 2 * time.Minute
+
+// advanceHeartbeat is how long an AdvanceStep call may go without heartbeating (it
+// heartbeats every couple of seconds) before Temporal retries it elsewhere.
+const advanceHeartbeat = 30 * time.Second
+
+// A run continues as new once it has scheduled runActivityBudget activities (about six
+// history events each), or once its history passes runMaxEvents events or runMaxBytes
+// bytes, whichever comes first: every run stays well under a tenth of Temporal's limits
+// (51,200 events, 50 MB).
+const (
+	runActivityBudget = 300
+	runMaxEvents      = 2500
+	runMaxBytes       = 2 << 20
+)
+
+// errContinueAsNew tells windowedDeployment that the run's history is long enough.
+var errContinueAsNew = errors.New("continue as new")
+
+// runBudget counts what a run has scheduled.
+type runBudget struct{ activities int }
+
+// spent reports whether the run should continue as new before scheduling more.
+func (b *runBudget) spent(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return b.activities >= runActivityBudget || info.GetContinueAsNewSuggested() ||
+		info.GetCurrentHistoryLength() > runMaxEvents || info.GetCurrentHistorySize() > runMaxBytes
+}
+
+// windowedDeployment runs a deployment from where in.Progress says (from the start
+// when it is nil), continuing as new whenever the run's budget is spent.
+func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentResult, error) {
+	s := in.WithDefaults()
+	p, err := startWindowed(ctx, in)
+	if err != nil {
+		return DeploymentResult{}, err
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx,
+		DeploymentIDSearchAttribute.ValueSet(p.DeploymentID),
+		DeploymentNameSearchAttribute.ValueSet(s.Name),
+		DeploymentPrioritySearchAttribute.ValueSet(s.Priority),
+		DeploymentStatusSearchAttribute.ValueSet(schema.DeploymentRunning))
+
+	budget := &runBudget{}
+	status, reason := schema.DeploymentSucceeded, ""
+	var interrupted *StepResult
+	for p.Step < len(s.Steps) {
+		if ctx.Err() != nil {
+			status, reason = schema.DeploymentCancelled, "cancelled"
+			break
+		}
+		step := s.Steps[p.Step]
+		sr, err := runWindowedStep(ctx, &p, step, budget)
+		if errors.Is(err, errContinueAsNew) {
+			next := s
+			next.Targets, next.TargetSelector = nil, nil // resolved and recorded already
+			return DeploymentResult{}, workflow.NewContinueAsNewError(ctx, DeploymentWorkflowType, DeploymentInput{Deployment: next, Progress: &p})
+		}
+		if err != nil {
+			interrupted = &sr
+			if temporal.IsCanceledError(err) || ctx.Err() != nil {
+				status, reason = schema.DeploymentCancelled, "cancelled"
+			} else {
+				status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s: %v", step.Name, err)
+			}
+			break
+		}
+		p.Steps = append(p.Steps, sr)
+		p.Step++
+		if sr.Status == "failed" && !step.ContinueOnError {
+			status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s failed on %d of %d targets", step.Name, sr.Failed, sr.Succeeded+sr.Failed+sr.Skipped)
+			break
+		}
+	}
+	return endWindowed(ctx, s, p, status, reason, interrupted)
+}
+
+// startWindowed records the deployment and counts its targets in the first run; a run
+// continued as new takes the progress it was handed.
+func startWindowed(ctx workflow.Context, in DeploymentInput) (DeploymentProgress, error) {
+	if in.Progress != nil {
+		return *in.Progress, nil
+	}
+	var a *activities.Activities
+	// Recording the deployment finishes even if a cancel arrives meanwhile, so that a
+	// cancelled deployment is recorded as cancelled rather than left running.
+	startCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry(),
+		Summary: fmt.Sprintf("record deployment %s and resolve its targets", in.Name)}))
+	var started activities.StartDeploymentResult
+	if err := workflow.ExecuteActivity(startCtx, a.StartDeployment, activities.StartDeploymentInput{
+		WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Spec: in.Deployment, CountOnly: true,
+	}).Get(startCtx, &started); err != nil {
+		return DeploymentProgress{}, err
+	}
+	return DeploymentProgress{DeploymentID: started.DeploymentID, Targets: started.TargetCount}, nil
+}
+
+// runWindowedStep calls AdvanceStep until the step ends, and returns its summary. It
+// returns errContinueAsNew, with the step still running on the database side, when the
+// run's budget is spent: the next run goes on with the same step.
+func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step, budget *runBudget) (StepResult, error) {
+	var a *activities.Activities
+	sr := StepResult{Name: step.Name, Skipped: p.Targets}
+	in := activities.AdvanceStepInput{StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: p.Step}, MaxWait: advanceMaxWait}
+	summary := fmt.Sprintf("run step %d %s on %d targets", p.Step, step.Name, p.Targets)
+	for {
+		if budget.spent(ctx) {
+			return sr, errContinueAsNew
+		}
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: advanceMaxWait + time.Minute, HeartbeatTimeout: advanceHeartbeat,
+			RetryPolicy: deploymentRetry(), Summary: summary,
+		})
+		budget.activities++
+		var got activities.AdvanceStepResult
+		if err := workflow.ExecuteActivity(actx, a.AdvanceStep, in).Get(ctx, &got); err != nil {
+			return sr, err
+		}
+		sr = StepResult{Name: step.Name, Status: got.Status, Succeeded: got.Succeeded, Failed: got.Failed,
+			Skipped: got.Skipped, FailedTargets: got.FailedTargets}
+		if got.Done {
+			return sr, nil
+		}
+		summary = fmt.Sprintf("step %d %s: %d of %d targets ended, %d running",
+			p.Step, step.Name, got.Succeeded+got.Failed, got.Total, got.Running)
+	}
+}
+
+// endWindowed ends the deployment whatever stopped it: it cancels what an interrupted
+// step left outstanding and records that step's end, skips the steps that never ran,
+// and records the deployment's end. It runs even when the workflow was cancelled.
+func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, status, reason string, interrupted *StepResult) (DeploymentResult, error) {
+	logger := workflow.GetLogger(ctx)
+	var a *activities.Activities
+	endCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()}))
+	if interrupted != nil || status == schema.DeploymentCancelled {
+		var n int
+		if err := workflow.ExecuteActivity(endCtx, a.CancelDeploymentWork, p.DeploymentID).Get(endCtx, &n); err != nil {
+			logger.Error("cancelling deployment work failed", "error", err)
+		}
+	}
+	if interrupted != nil {
+		sr := *interrupted
+		sr.Status = "failed"
+		if status == schema.DeploymentCancelled {
+			sr.Status = "cancelled"
+		}
+		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
+			StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: p.Step}, Status: sr.Status,
+			Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(endCtx, nil); err != nil {
+			logger.Error("finishing interrupted step failed", "step", sr.Name, "error", err)
+		}
+		p.Steps = append(p.Steps, sr)
+	}
+	if from := len(p.Steps); from < len(s.Steps) {
+		if err := workflow.ExecuteActivity(endCtx, a.SkipSteps, activities.SkipStepsInput{DeploymentID: p.DeploymentID, From: from}).Get(endCtx, nil); err != nil {
+			logger.Error("skipping steps failed", "from", from, "error", err)
+		}
+		for _, st := range s.Steps[from:] {
+			p.Steps = append(p.Steps, StepResult{Name: st.Name, Status: "skipped", Skipped: p.Targets})
+		}
+	}
+	result := DeploymentResult{DeploymentID: p.DeploymentID, Status: schema.DeploymentRunning, Steps: p.Steps}
+	var final string
+	if err := workflow.ExecuteActivity(endCtx, a.FinishDeployment, activities.FinishDeploymentInput{
+		DeploymentID: p.DeploymentID, Status: status, Reason: reason}).Get(endCtx, &final); err != nil {
+		return result, err
+	}
+	result.Status = final
+	_ = workflow.UpsertTypedSearchAttributes(endCtx, DeploymentStatusSearchAttribute.ValueSet(final))
+	switch final {
+	case schema.DeploymentSucceeded:
+		return result, nil
+	case schema.DeploymentCancelled:
+		return result, temporal.NewCanceledError(reason)
+	default:
+		if reason == "" {
+			reason = "the deployment failed"
+		}
+		return result, temporal.NewNonRetryableApplicationError(reason, DeploymentFailed, nil, result)
+	}
+}
