@@ -44,9 +44,14 @@ func setupResultRig(t *testing.T) *resultRig {
 	r := &resultRig{ctx: context.Background(), pool: testenv.MigratedPool(t)}
 	srv := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if info.FullMethod == mantisv1.MandibleService_StoreCommandResult_FullMethodName {
-			r.stores.Add(1)
+			n := r.stores.Add(1)
 			if r.failStores.Add(-1) >= 0 {
-				return nil, status.Error(codes.Unavailable, "mandible is restarting")
+				// What Mandible answers while it restarts, and while its
+				// database cannot be reached.
+				if n%2 == 1 {
+					return nil, status.Error(codes.Unavailable, "mandible is restarting")
+				}
+				return nil, status.Error(codes.Internal, "StoreCommandResult failed; see the Mandible log")
 			}
 		}
 		return h(ctx, req)
@@ -65,6 +70,14 @@ func setupResultRig(t *testing.T) *resultRig {
 // startThorax runs a Thorax against the rig until the test ends.
 func (r *resultRig) startThorax(t *testing.T, name string) *thorax.Thorax {
 	t.Helper()
+	th, _ := r.startStoppableThorax(t, name)
+	return th
+}
+
+// startStoppableThorax runs a Thorax against the rig until the test ends or
+// stop is called; stop starts its drain and returns at once.
+func (r *resultRig) startStoppableThorax(t *testing.T, name string) (th *thorax.Thorax, stop func()) {
+	t.Helper()
 	cfg := config.DefaultThorax()
 	cfg.Name = name
 	cfg.Mandible = config.Endpoint{Address: r.addr, TLS: config.TLS{Insecure: true}}
@@ -73,7 +86,7 @@ func (r *resultRig) startThorax(t *testing.T, name string) *thorax.Thorax {
 	cfg.Queue.Enabled = false
 	cfg.Polling.Interval.Duration = 100 * time.Millisecond
 	cfg.Heartbeat.Interval.Duration = time.Second
-	cfg.Drain.Timeout.Duration = 5 * time.Second
+	cfg.Drain.Timeout.Duration = 2 * time.Second
 	require.NoError(t, cfg.Validate())
 	th, err := thorax.New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
@@ -96,7 +109,7 @@ func (r *resultRig) startThorax(t *testing.T, name string) *thorax.Thorax {
 	case <-time.After(brokerWait):
 		t.Fatal("thorax did not become ready")
 	}
-	return th
+	return th, cancel
 }
 
 // agentOf is a poll-mode agent's client of th.
@@ -163,8 +176,9 @@ func (r *resultRig) stored(t *testing.T, id uuid.UUID) (status string, holder, d
 	return status, holder, deliveredBy
 }
 
-// A result Mandible could not take once (UNAVAILABLE) is retried by Thorax
-// until it is stored, and the agent hears OK only then.
+// A result Mandible could not take (UNAVAILABLE while it restarts, INTERNAL
+// while its database is unreachable) is retried by Thorax until it is
+// stored, and the agent hears OK only then.
 func TestResultRefusedOnceIsRetriedAndStored(t *testing.T) {
 	t.Parallel()
 	r := setupResultRig(t)
@@ -172,10 +186,10 @@ func TestResultRefusedOnceIsRetriedAndStored(t *testing.T) {
 	id := r.dispatch(t, a.InstanceID())
 	cmd := take(t, agentOf(t, a), id)
 
-	r.failStores.Store(2)
+	r.failStores.Store(4)
 	_, err := agentOf(t, a).ReportResult(r.ctx, report(cmd, 0))
 	require.NoError(t, err)
-	require.EqualValues(t, 3, r.stores.Load(), "two transient refusals, then the store")
+	require.EqualValues(t, 5, r.stores.Load(), "four transient failures, then the store")
 	st, _, deliveredBy := r.stored(t, id)
 	require.Equal(t, "succeeded", st)
 	require.Equal(t, a.InstanceID(), deliveredBy.String())
@@ -213,4 +227,40 @@ func TestResultThroughAnotherInstanceIsStoredAtTheCurrentEpoch(t *testing.T) {
 	require.Contains(t, status.Convert(err).Message(), "stale lease epoch 1, current 2")
 	st, _, _ = r.stored(t, id2)
 	require.Equal(t, "running", st)
+}
+
+// A result that cannot be stored is retried through the drain, and when the
+// drain gives up the agent hears UNAVAILABLE, so that it reports again,
+// through another instance or this one restarted; the result is stored then.
+func TestResultStillUnstoredAtTheEndOfTheDrainIsUnavailableToTheAgent(t *testing.T) {
+	t.Parallel()
+	r := setupResultRig(t)
+	a, stopA := r.startStoppableThorax(t, "thorax-a")
+	b := r.startThorax(t, "thorax-b")
+	id := r.dispatch(t, a.InstanceID())
+	cmd := take(t, agentOf(t, a), id)
+
+	r.failStores.Store(1 << 20)
+	reported := make(chan error, 1)
+	go func() {
+		_, err := agentOf(t, a).ReportResult(r.ctx, report(cmd, 0))
+		reported <- err
+	}()
+	require.Eventually(t, func() bool { return r.stores.Load() >= 2 }, brokerWait, 10*time.Millisecond, "thorax-a never retried the store")
+	stopA()
+	select {
+	case err := <-reported:
+		require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	case <-time.After(brokerWait):
+		t.Fatal("the agent never heard back")
+	}
+	st, _, _ := r.stored(t, id)
+	require.Equal(t, "running", st)
+
+	r.failStores.Store(0)
+	_, err := agentOf(t, b).ReportResult(r.ctx, report(cmd, 0))
+	require.NoError(t, err, "the agent's retry through another instance is stored")
+	st, _, deliveredBy := r.stored(t, id)
+	require.Equal(t, "succeeded", st)
+	require.Equal(t, b.InstanceID(), deliveredBy.String())
 }
