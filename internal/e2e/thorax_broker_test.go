@@ -65,11 +65,11 @@ func TestThoraxBrokerDrainsBacklogHighBeforeNormalBeforeLow(t *testing.T) {
 
 // Every step of the seed's Retry Behaviour, in order, on one Thorax. Mandible
 // runs without a broker here and the test publishes the nudges, since the
-// steps need max_retries values and x-death headers Mandible's own nudges
-// (max_retries = the request's remaining budget, never 0) do not carry. The
-// failures are real: Thorax holds as many commands as it may
-// (polling.max_held_commands = 1, one command held by its agent), so FetchNow
-// fails with ErrAtCapacity.
+// steps need max_retries values and x-death headers Mandible's own nudges do
+// not all carry. A Thorax at capacity is busy, not failing: its nudges are
+// acknowledged and spend no retry. The failures are a Mandible that cannot
+// be reached for the nudges' claims (the proxy answers UNAVAILABLE), and a
+// nudge that fails for good first asks Mandible for another dispatch.
 func TestThoraxBrokerRetrySteps(t *testing.T) {
 	r := setupBrokerRig(t, false)
 	r.grant(t)
@@ -79,23 +79,46 @@ func TestThoraxBrokerRetrySteps(t *testing.T) {
 	instance := th.InstanceID()
 	r.addTarget(t, "listen-1", uuid.MustParse(instance))
 	hold := r.enqueue(t, "listen-1", "hold", "high")[0]
-	cmds := r.enqueue(t, "listen-1", "true", "normal", "normal", "normal")
-	d, b, c := cmds[0], cmds[1], cmds[2]
+	cmds := r.enqueue(t, "listen-1", "true", "normal", "normal", "normal", "normal")
+	d, b, c, busy := cmds[0], cmds[1], cmds[2], cmds[3]
 	dlq := broker.NewDLQ(r.adminQueue(), "retry test")
 	dlqDepth := func(n int) func() bool { return func() bool { return r.depth(t, broker.DeadLetterQ) == n } }
 	logged := func(msg string, kv ...string) int { return len(th.logs.matching(msg, kv...)) }
+	attempts := func(cmd uuid.UUID) (status string, n int) {
+		require.NoError(t, r.pool.QueryRow(r.ctx, `SELECT p.status, p.attempts FROM pending_dispatch_requests p
+			JOIN command_queue c ON c.dispatch_request_id = p.id WHERE c.id = $1`, cmd).Scan(&status, &n))
+		return status, n
+	}
 
 	r.nudge(t, hold, "high", 10)
 	require.Equal(t, hold.String(), receiveID(t, r.agent.started), "the held command reached its agent")
 
-	t.Run("first failure is requeued once, a redelivered failure goes to the DLQ", func(t *testing.T) {
+	t.Run("at capacity the nudge is acknowledged: no retry spent, nothing in the DLQ", func(t *testing.T) {
+		r.nudge(t, busy, "normal", 1)
+		require.Eventually(t, func() bool {
+			return logged("consumer busy: acknowledging nudge, polling claims the command", "command_id", busy.String()) == 1
+		}, brokerWait, 20*time.Millisecond)
+		require.Eventually(t, func() bool { return r.depth(t, broker.NormalQueue) == 0 }, brokerWait, 20*time.Millisecond)
+		require.Zero(t, r.depth(t, broker.DeadLetterQ))
+		require.Zero(t, logged("nudge processing failed: requeued for its one broker retry", "command_id", busy.String()))
+		require.Equal(t, "queued", r.command(t, busy).status, "the command stays Mandible's, for polling to claim")
+	})
+
+	r.agent.release()
+	r.waitSucceeded(t, hold)
+	r.proxy.failNudgeClaims.Store(true)
+
+	t.Run("first failure is requeued once; a redelivered failure asks Mandible for another dispatch, then goes to the DLQ", func(t *testing.T) {
 		r.nudge(t, d, "normal", 1)
 		require.Eventually(t, dlqDepth(1), brokerWait, 20*time.Millisecond)
 		require.Equal(t, 1, logged("nudge processing failed: requeued for its one broker retry", "command_id", d.String(), "redelivered", "false"))
-		require.Equal(t, 1, logged("mandible could not be asked for another dispatch: the claim failed, so no lease is held; the command stays queued in mandible for polling to claim",
-			"command_id", d.String()))
+		require.Equal(t, 1, logged("mandible scheduled another dispatch of the nudged command", "command_id", d.String()))
 		require.Equal(t, 1, logged("nudge processing failed for good: dead-lettered", "command_id", d.String(), "redelivered", "true"))
-		require.Equal(t, "queued", r.command(t, d).status, "the command is still Mandible's to dispatch")
+		require.Equal(t, 1, r.proxy.calledFor("ScheduleRedispatch", d.String()))
+		require.Equal(t, "cancelled", r.command(t, d).status, "Mandible replaced the delivery")
+		st, n := attempts(d)
+		require.Contains(t, []string{"pending", "dispatched"}, st, "the request is Mandible's to deliver again")
+		require.Equal(t, 1, n, "the failed delivery spent one retry of the budget")
 
 		r.nudge(t, b, "normal", 3)
 		require.Eventually(t, dlqDepth(2), brokerWait, 20*time.Millisecond)
@@ -110,37 +133,41 @@ func TestThoraxBrokerRetrySteps(t *testing.T) {
 		}
 	})
 
-	t.Run("max_retries 0 goes straight to the DLQ", func(t *testing.T) {
+	t.Run("max_retries 0 goes straight to the DLQ, after asking Mandible", func(t *testing.T) {
 		r.nudge(t, c, "normal", 0)
 		require.Eventually(t, dlqDepth(3), brokerWait, 20*time.Millisecond)
 		require.Equal(t, 1, logged("nudge processing failed for good: dead-lettered", "command_id", c.String(), "redelivered", "false"))
 		require.Zero(t, logged("nudge processing failed: requeued for its one broker retry", "command_id", c.String()))
+		require.Equal(t, 1, r.proxy.calledFor("ScheduleRedispatch", c.String()))
 	})
+
+	t.Run("a give-up for a command claimed since is refused by Mandible's fencing", func(t *testing.T) {
+		r.nudge(t, hold, "high", 0)
+		require.Eventually(t, dlqDepth(4), brokerWait, 20*time.Millisecond)
+		require.Equal(t, 1, logged("mandible refused another dispatch of the nudged command", "command_id", hold.String()))
+		require.Equal(t, "succeeded", r.command(t, hold).status)
+	})
+
+	r.proxy.failNudgeClaims.Store(false)
 
 	t.Run("malformed nudges go to the DLQ and thorax keeps running", func(t *testing.T) {
 		r.publish(t, "low", nil, []byte("not json"))
 		r.publish(t, "low", nil, []byte(`{"command_id":"cmd-1","target":"listen-1","mode":"listen","priority":"low","max_retries":3}`))
-		require.Eventually(t, dlqDepth(5), brokerWait, 20*time.Millisecond)
+		require.Eventually(t, dlqDepth(6), brokerWait, 20*time.Millisecond)
 		require.Equal(t, 1, logged("dead-lettering malformed nudge"))
 		require.Equal(t, 1, logged("dead-lettering nudge that cannot be processed", "command_id", "cmd-1"))
 	})
 
-	// None of the failed nudges made a claim: Thorax was full.
-	for _, id := range cmds {
-		require.Zero(t, r.proxy.calledFor("FetchPendingCommands", id.String()), "no claim was attempted for %s", id)
-	}
-	r.agent.release()
-	r.waitSucceeded(t, hold)
-
 	t.Run("a nudge for a finished command is acknowledged, one for an unknown command goes to the DLQ", func(t *testing.T) {
+		before := r.proxy.calledFor("ScheduleRedispatch", hold.String())
 		r.nudge(t, hold, "high", 10)
 		unknown := uuid.New()
 		r.nudge(t, unknown, "high", 3)
-		require.Eventually(t, dlqDepth(6), brokerWait, 20*time.Millisecond)
+		require.Eventually(t, dlqDepth(7), brokerWait, 20*time.Millisecond)
 		// The nudges were handled in order: the finished command's, settled
 		// first, was not dead-lettered.
 		require.Equal(t, 1, logged("dead-lettering nudge that cannot be processed", "command_id", unknown.String()))
-		require.Equal(t, 1, r.proxy.calledFor("ScheduleRedispatch", hold.String()), "the finished command was looked up")
+		require.Equal(t, before+1, r.proxy.calledFor("ScheduleRedispatch", hold.String()), "the finished command was looked up")
 		require.Zero(t, r.depth(t, broker.HighQueue))
 		require.Equal(t, 1, r.agent.runCounts()[hold.String()], "the finished command did not run again")
 	})
@@ -148,33 +175,35 @@ func TestThoraxBrokerRetrySteps(t *testing.T) {
 	t.Run("an x-death count at max_retries goes to the DLQ unprocessed", func(t *testing.T) {
 		// d heads the DLQ with one death and max_retries 1: requeued, it
 		// arrives spent.
+		claims := r.proxy.calledFor("FetchPendingCommands", d.String())
 		moved, err := dlq.Requeue(r.ctx, "normal", 1)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
 		require.Eventually(t, func() bool {
 			return logged("dead-lettering nudge unprocessed: its x-death count meets max_retries", "command_id", d.String()) == 1
 		}, brokerWait, 20*time.Millisecond)
-		require.Eventually(t, dlqDepth(6), brokerWait, 20*time.Millisecond)
-		require.Zero(t, r.proxy.calledFor("FetchPendingCommands", d.String()), "no claim for a spent nudge")
-		require.Equal(t, "queued", r.command(t, d).status)
-		listing, err := dlq.List(r.ctx, 6)
+		require.Eventually(t, dlqDepth(7), brokerWait, 20*time.Millisecond)
+		require.Equal(t, claims, r.proxy.calledFor("FetchPendingCommands", d.String()), "no claim for a spent nudge")
+		listing, err := dlq.List(r.ctx, 7)
 		require.NoError(t, err)
-		last := listing.Messages[5]
+		last := listing.Messages[6]
 		require.Equal(t, d.String(), last.Nudge.CommandID)
 		require.Len(t, last.Deaths, 1)
 		require.EqualValues(t, 2, last.Deaths[0].Count, "the broker counted the second death")
 	})
 
 	t.Run("a requeued nudge with retries left is processed", func(t *testing.T) {
-		// b now heads the DLQ: one death, max_retries 3.
+		// b now heads the DLQ: one death, max_retries 3. Its command was
+		// replaced by another delivery, so the claim finds nothing to run.
+		claims := r.proxy.calledFor("FetchPendingCommands", b.String())
 		moved, err := dlq.Requeue(r.ctx, "high", 1)
 		require.NoError(t, err)
 		require.Equal(t, 1, moved)
-		r.waitSucceeded(t, b)
-		require.Equal(t, []recordedFetch{{named: []string{b.String()}, claimed: []string{b.String()}}},
-			slices.DeleteFunc(r.proxy.nudgeFetches(instance), func(f recordedFetch) bool { return f.named[0] != b.String() }))
-		require.Equal(t, 1, r.agent.runCounts()[b.String()])
-		require.Zero(t, r.agent.runCounts()[c.String()]+r.agent.runCounts()[d.String()], "dead-lettered commands did not run")
+		require.Eventually(t, func() bool { return r.proxy.calledFor("FetchPendingCommands", b.String()) == claims+1 }, brokerWait, 20*time.Millisecond)
+		require.Eventually(t, func() bool { return r.depth(t, broker.HighQueue) == 0 }, brokerWait, 20*time.Millisecond)
+		require.Eventually(t, dlqDepth(6), brokerWait, 20*time.Millisecond)
+		require.Zero(t, r.agent.runCounts()[b.String()]+r.agent.runCounts()[c.String()]+r.agent.runCounts()[d.String()],
+			"commands whose nudges failed did not run")
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -346,6 +347,9 @@ type recordingMandible struct {
 	mantisv1.UnimplementedMandibleServiceServer
 	next mantisv1.MandibleServiceClient
 	addr string
+	// failNudgeClaims makes every claim that names commands (a nudge's)
+	// answer UNAVAILABLE, as an unreachable Mandible would.
+	failNudgeClaims atomic.Bool
 
 	mu    sync.Mutex
 	calls []recordedCall
@@ -395,6 +399,11 @@ func (p *recordingMandible) Heartbeat(ctx context.Context, req *mantisv1.Heartbe
 }
 
 func (p *recordingMandible) FetchPendingCommands(ctx context.Context, req *mantisv1.FetchPendingCommandsRequest) (*mantisv1.FetchPendingCommandsResponse, error) {
+	if len(req.GetCommandIds()) > 0 && p.failNudgeClaims.Load() {
+		return forwardRecorded(p, "FetchPendingCommands", ctx, req, func(context.Context, *mantisv1.FetchPendingCommandsRequest, ...grpc.CallOption) (*mantisv1.FetchPendingCommandsResponse, error) {
+			return nil, status.Error(codes.Unavailable, "mandible unreachable (test)")
+		})
+	}
 	return forwardRecorded(p, "FetchPendingCommands", ctx, req, p.next.FetchPendingCommands)
 }
 
