@@ -44,6 +44,8 @@ type execCluster struct {
 	mandible *secureReplica
 	// heartbeatTimeout is Mandible's [thorax] heartbeat_timeout.
 	heartbeatTimeout time.Duration
+	// mandibleOptions started the replica, for a test that starts it again.
+	mandibleOptions replicaOptions
 }
 
 // secureReplica is a Mandible process whose gRPC port Thorax reaches over mTLS.
@@ -65,9 +67,10 @@ func setupExecCluster(t *testing.T, heartbeatTimeout time.Duration) *execCluster
 	certs, err := devcerts.Generate(filepath.Join(dir, "certs"), []string{"localhost", "127.0.0.1"})
 	require.NoError(t, err)
 	c := &execCluster{ctx: ctx, dir: dir, pool: pool, certs: certs, heartbeatTimeout: heartbeatTimeout}
-	c.mandible = startSecureReplica(t, replicaOptions{
+	c.mandibleOptions = replicaOptions{
 		ID: uniqueName("exec"), DatabaseURL: url, Temporal: testenv.TemporalServer(t), PollInterval: "2s",
-	}, certs, heartbeatTimeout)
+	}
+	c.mandible = startSecureReplica(t, c.mandibleOptions, certs, heartbeatTimeout)
 	return c
 }
 
@@ -78,7 +81,13 @@ func startSecureReplica(t *testing.T, o replicaOptions, certs devcerts.Bundle, h
 	t.Helper()
 	port, err := devstack.FreePort(false)
 	require.NoError(t, err)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return startSecureReplicaAt(t, o, certs, heartbeatTimeout, fmt.Sprintf("127.0.0.1:%d", port))
+}
+
+// startSecureReplicaAt is startSecureReplica serving gRPC on addr, so that a
+// restarted replica is found where its Thorax instances look for it.
+func startSecureReplicaAt(t *testing.T, o replicaOptions, certs devcerts.Bundle, heartbeatTimeout time.Duration, addr string) *secureReplica {
+	t.Helper()
 	cert, key := certs.Pair("mandible")
 	o.Env = append(o.Env,
 		"MANTIS_GRPC_LISTEN="+addr,

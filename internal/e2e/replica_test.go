@@ -36,6 +36,9 @@ type replicaOptions struct {
 	Args              []string
 	// Broker enables [queue] against this broker vhost.
 	Broker *testenv.Broker
+	// HTTPPort, when set, is the port of the HTTP API (a restarted replica keeps its
+	// own); otherwise a free one is taken.
+	HTTPPort int
 }
 
 // replica is a Mandible process.
@@ -76,8 +79,12 @@ func startReplica(t *testing.T, o replicaOptions) *replica {
 func launchReplica(t *testing.T, o replicaOptions) *replica {
 	t.Helper()
 	bin := testenv.Binary(t, "mandible")
-	httpPort, err := devstack.FreePort(false)
-	require.NoError(t, err)
+	httpPort := o.HTTPPort
+	if httpPort == 0 {
+		p, err := devstack.FreePort(false)
+		require.NoError(t, err)
+		httpPort = p
+	}
 	grpcPort, err := devstack.FreePort(false)
 	require.NoError(t, err)
 	if o.PollInterval == "" {
