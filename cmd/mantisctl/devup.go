@@ -364,7 +364,19 @@ address = %q
 ca_cert_path = %q
 cert_path = %q
 key_path = %q
-`, devPollTarget, devThoraxAgentsAddr, stack.Certs.CACert(), cert, key)
+
+[journal]
+dir = %q
+`, devPollTarget, devThoraxAgentsAddr, stack.Certs.CACert(), cert, key, agentJournalDir(stack, devPollTarget))
+}
+
+// agentJournalDir keeps a local agent's run journal with the rest of the stack's data.
+func agentJournalDir(stack *devstack.Stack, name string) string {
+	dir, err := filepath.Abs(filepath.Join(stack.Dir(), "agents", name, "journal"))
+	if err != nil {
+		return filepath.Join(stack.Dir(), "agents", name, "journal")
+	}
+	return dir
 }
 
 // listenAgentConfig is the configuration of agent-listen, which serves Thorax alone.
@@ -380,7 +392,10 @@ ca_cert_path = %q
 cert_path = %q
 key_path = %q
 allowed_client_names = ["thorax"]
-`, devListenTarget, devListenAgentAddr, stack.Certs.CACert(), cert, key)
+
+[journal]
+dir = %q
+`, devListenTarget, devListenAgentAddr, stack.Certs.CACert(), cert, key, agentJournalDir(stack, devListenTarget))
 }
 
 // writeConfig writes a process's configuration under <dir>/config; it holds secrets.

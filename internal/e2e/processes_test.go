@@ -261,7 +261,9 @@ address = %q
 ca_cert_path = %q
 cert_path = %q
 key_path = %q
-`, name, th.AgentsAddr, c.certs.CACert(), cert, key) + agentExecConfig
+[journal]
+dir = %q
+`, name, th.AgentsAddr, c.certs.CACert(), cert, key, filepath.Join(c.dir, name, "journal")) + agentExecConfig
 	return c.startProcess(t, name, testenv.Binary(t, "agent"), conf)
 }
 
@@ -288,7 +290,9 @@ ca_cert_path = %q
 cert_path = %q
 key_path = %q
 allowed_client_names = ["thorax"]
-`, name, addr, c.certs.CACert(), cert, key) + agentExecConfig
+[journal]
+dir = %q
+`, name, addr, c.certs.CACert(), cert, key, filepath.Join(c.dir, name, "journal")) + agentExecConfig
 	a := &listenAgentProcess{mantisProcess: c.startProcess(t, name, testenv.Binary(t, "agent"), conf), Addr: addr}
 	require.Eventually(t, func() bool { return strings.Contains(a.log(), "serving agent service") || a.exited() },
 		startTimeout, 50*time.Millisecond, "listen agent %s never served", name)
