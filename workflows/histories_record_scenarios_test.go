@@ -27,6 +27,7 @@ const (
 	timerStart  = enumspb.EVENT_TYPE_TIMER_STARTED
 	cancelAsked = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
 	upserted    = enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
+	actFailed   = enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED
 )
 
 // steps makes n steps named after their position.
@@ -78,16 +79,22 @@ func deploymentScenarios() []scenario {
 	parallelSteps[1].ContinueOnError = true
 	return []scenario{
 		{name: "deployment_multi_step_success", activities: success, want: []enumspb.EventType{upserted, completed},
-			run: runDeployment(spec.Deployment{Name: "web release", Targets: success.targets, Steps: steps("fetch", "migrate", "restart")})},
+			scheduled: map[string]int{"StartStep": 3, "FinishStep": 3, "FinishDeployment": 1},
+			run:       runDeployment(spec.Deployment{Name: "web release", Targets: success.targets, Steps: steps("fetch", "migrate", "restart")})},
 		{name: "deployment_step_failed", activities: stepFailed, want: []enumspb.EventType{failed},
-			run: runDeployment(spec.Deployment{Name: "web release", Priority: "high", Targets: stepFailed.targets, Steps: steps("fetch", "migrate", "restart")})},
+			scheduled: map[string]int{"StartStep": 2, "FinishStep": 3},
+			run:       runDeployment(spec.Deployment{Name: "web release", Priority: "high", Targets: stepFailed.targets, Steps: steps("fetch", "migrate", "restart")})},
 		{name: "deployment_continue_on_error", activities: onError, want: []enumspb.EventType{completed},
-			run: runDeployment(spec.Deployment{Name: "web release", Targets: onError.targets, Steps: onErrorSteps})},
+			scheduled: map[string]int{"StartStep": 2, "FinishStep": 2},
+			run:       runDeployment(spec.Deployment{Name: "web release", Targets: onError.targets, Steps: onErrorSteps})},
 		{name: "deployment_max_parallel", activities: parallel, want: []enumspb.EventType{completed},
-			run: runDeployment(spec.Deployment{Name: "rolling restart", Priority: "low", Targets: parallel.targets, MaxParallel: 2, Steps: parallelSteps})},
-		{name: "deployment_step_error", activities: enqueueFails, want: []enumspb.EventType{failed},
-			run: runDeployment(spec.Deployment{Name: "web release", Targets: enqueueFails.targets, Steps: steps("fetch", "migrate", "restart")})},
+			scheduled: map[string]int{"EnqueueStepTargets": 8, "AwaitStepResults": 12},
+			run:       runDeployment(spec.Deployment{Name: "rolling restart", Priority: "low", Targets: parallel.targets, MaxParallel: 2, Steps: parallelSteps})},
+		{name: "deployment_step_error", activities: enqueueFails, want: []enumspb.EventType{actFailed, failed},
+			scheduled: map[string]int{"CancelDeploymentWork": 1, "FinishStep": 3},
+			run:       runDeployment(spec.Deployment{Name: "web release", Targets: enqueueFails.targets, Steps: steps("fetch", "migrate", "restart")})},
 		{name: "deployment_cancelled", activities: cancelled, want: []enumspb.EventType{cancelAsked, canceled},
+			scheduled: map[string]int{"CancelDeploymentWork": 1, "FinishStep": 3, "FinishDeployment": 1},
 			run: func(t *testing.T, r recorder) client.WorkflowRun {
 				t.Cleanup(func() { close(cancelled.release) })
 				run := runDeployment(spec.Deployment{Name: "web release", Targets: cancelled.targets, Steps: steps("fetch", "migrate", "restart")})(t, r)
@@ -121,7 +128,8 @@ func dispatcherScenarios() []scenario {
 	topology := &topologyStandIn{}
 	return []scenario{
 		{name: "dispatcher_rounds_continue_as_new", activities: rounds,
-			want: []enumspb.EventType{signaled, timerCancel, timerFired, continued},
+			want:      []enumspb.EventType{signaled, timerCancel, timerFired, actFailed, continued},
+			scheduled: map[string]int{"MaintainDispatchQueue": 3, "ClaimBatch": 5, "DeliverBatch": 3},
 			run: func(t *testing.T, r recorder) client.WorkflowRun {
 				run := startDispatcher(t, r, workflows.DispatcherInput{
 					PollInterval: 3 * time.Second, BatchSize: 2, ProcessingTimeout: time.Minute, RoundsPerRun: 5})
@@ -129,7 +137,8 @@ func dispatcherScenarios() []scenario {
 				require.NoError(t, r.c.SignalWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.WakeSignal, nil))
 				return run
 			}},
-		{name: "dispatcher_cancelled_waiting", activities: waiting, want: []enumspb.EventType{cancelAsked, canceled},
+		{name: "dispatcher_cancelled_waiting", activities: waiting, want: []enumspb.EventType{actFailed, cancelAsked, canceled},
+			scheduled: map[string]int{"DeliverBatch": 1},
 			run: func(t *testing.T, r recorder) client.WorkflowRun {
 				run := startDispatcher(t, r, workflows.DispatcherInput{PollInterval: 30 * time.Second, BatchSize: 10})
 				waitForEvents(t, r.c, run, timerStart, 1)

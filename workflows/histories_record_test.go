@@ -56,6 +56,8 @@ type scenario struct {
 	run func(t *testing.T, r recorder) client.WorkflowRun
 	// want lists events the history must hold, so that it exercises its branch.
 	want []enumspb.EventType
+	// scheduled is the least number of times the history schedules each activity.
+	scheduled map[string]int
 }
 
 // TestRecordHistories records the histories TestReplayHistories replays. It does
@@ -95,6 +97,7 @@ func TestRecordHistories(t *testing.T) {
 			waitClosed(t, c, run)
 			h := history(t, c, run)
 			requireEvents(t, h, sc.want)
+			requireScheduled(t, h, sc.scheduled)
 			data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 			require.NoError(t, err)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, sc.name+".json"), append(data, '\n'), 0o644))
@@ -106,8 +109,8 @@ func TestRecordHistories(t *testing.T) {
 func waitClosed(t *testing.T, c client.Client, run client.WorkflowRun) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		d, err := c.DescribeWorkflowExecution(context.Background(), run.GetID(), run.GetRunID())
-		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		d, err := c.DescribeWorkflow(context.Background(), run.GetID(), run.GetRunID())
+		return err == nil && d.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, time.Minute, 100*time.Millisecond, "workflow %s did not end", run.GetID())
 }
 
@@ -158,6 +161,19 @@ func requireEvents(t *testing.T, h *historypb.History, want []enumspb.EventType)
 	}
 	for _, typ := range want {
 		require.True(t, have[typ], "the recorded history has no %s", typ)
+	}
+}
+
+func requireScheduled(t *testing.T, h *historypb.History, want map[string]int) {
+	t.Helper()
+	have := map[string]int{}
+	for _, e := range h.GetEvents() {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			have[a.GetActivityType().GetName()]++
+		}
+	}
+	for name, n := range want {
+		require.GreaterOrEqual(t, have[name], n, "the recorded history schedules %s %d times", name, have[name])
 	}
 }
 
