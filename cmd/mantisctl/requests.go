@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 func newRequestsCommand(f *clientFlags) *cobra.Command {
@@ -36,7 +37,7 @@ func newRequestsCommand(f *clientFlags) *cobra.Command {
 			fmt.Fprintln(w, "ID\tTARGET\tPRIORITY\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tEXPIRES\tREASON")
 			for _, r := range reqs {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.ID, r.Target, r.Priority, r.Status,
-					r.Attempts, r.MaxAttempts, r.NextAttemptAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), r.Reason)
+					r.Attempts, r.MaxAttempts, r.NextAttemptAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), safetext.Terminal(r.Reason))
 			}
 			return w.Flush()
 		},
