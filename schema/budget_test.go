@@ -165,4 +165,16 @@ func TestResultIsFencedByTheLeaseEpochNotTheHolder(t *testing.T) {
 	require.True(t, replay.Replayed)
 	_, err = schema.StoreCommandResult(b.ctx, b.pool, forwarder, cmd.ID, 1, schema.CommandResult{ExitCode: 0})
 	require.ErrorContains(t, err, "stale lease epoch 1, current 2")
+
+	// A command Mandible failed without a result (overdue) does not take a late
+	// result as a replay: it is refused, saying why.
+	id2 := b.enqueue(t, req("k2", "web-1", "normal"))[0].ID
+	b.deliver(t, id2)
+	cmds, err = schema.FetchPendingCommands(b.ctx, b.pool, schema.FetchCommandsRequest{InstanceID: b.instance, PollTargets: []string{"web-1"}, Max: 1})
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `UPDATE command_queue SET status = 'failed', error = 'overdue' WHERE id = $1`, cmds[0].ID)
+	require.NoError(t, err)
+	_, err = schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmds[0].ID, cmds[0].LeaseEpoch, schema.CommandResult{ExitCode: 0})
+	require.ErrorIs(t, err, schema.ErrNotHeld)
+	require.ErrorContains(t, err, "was failed by mandible")
 }

@@ -24,18 +24,23 @@ const UnclaimedLeaseEpoch = 0
 // or a command that ended without it.
 func resultRefusal(ctx context.Context, db DB, command uuid.UUID, epoch int64) (string, error) {
 	var (
-		cur int64
-		st  string
+		cur      int64
+		st       string
+		reported bool
 	)
-	err := db.QueryRow(ctx, `SELECT lease_epoch, status FROM command_queue WHERE id = $1`, command).Scan(&cur, &st)
+	err := db.QueryRow(ctx, `SELECT lease_epoch, status, result_instance_id IS NOT NULL FROM command_queue WHERE id = $1`, command).
+		Scan(&cur, &st, &reported)
 	if err != nil {
 		return "", notFound(err)
 	}
 	switch {
 	case cur != epoch:
 		return "", fmt.Errorf("%w: stale lease epoch %d, current %d (command %s is %s)", ErrNotHeld, epoch, cur, command, st)
-	case st == "succeeded" || st == "failed":
+	case (st == "succeeded" || st == "failed") && reported:
 		return st, nil
+	case st == "failed":
+		// Mandible settled it without a result (overdue past its timeout).
+		return "", fmt.Errorf("%w: command %s was failed by mandible at lease epoch %d before its result arrived; its result is refused", ErrNotHeld, command, cur)
 	case st == "queued":
 		return "", fmt.Errorf("%w: command %s was handed back unrun at lease epoch %d and is queued", ErrNotHeld, command, cur)
 	}

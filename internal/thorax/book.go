@@ -25,8 +25,9 @@ const (
 )
 
 // holding is one command this instance holds, under the instance id it was
-// claimed with: a result or release is fenced by that id and the lease epoch,
-// so a command claimed before a re-registration keeps its original holder.
+// claimed with: a release or redispatch is fenced by that id and the lease
+// epoch, so a command claimed before a re-registration keeps its original
+// holder. A result is fenced by the lease epoch alone.
 type holding struct {
 	cmd        *mantisv1.Command
 	instanceID string

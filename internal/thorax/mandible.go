@@ -113,8 +113,9 @@ func (t *Thorax) reportDead(id string) {
 // reregister replaces an instance id Mandible declared dead with a new one.
 // The commands queued under the dead id are dropped: Mandible has already
 // failed their deployments and reassigned their targets. Commands an agent
-// runs finish, and their results go back under the dead id, which Mandible
-// refuses. A draining instance does not register again.
+// runs finish, and their results go to Mandible under the new id, fenced by
+// their lease epoch; Mandible refuses those it settled as lost, saying so. A
+// draining instance does not register again.
 func (t *Thorax) reregister(ctx context.Context, deadID string) {
 	t.mu.Lock()
 	if t.instanceID != deadID {
