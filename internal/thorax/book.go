@@ -140,9 +140,11 @@ func (b *book) admit(n int, instanceID string, cmds []*mantisv1.Command) (refuse
 			refused = append(refused, h)
 			continue
 		}
-		if _, dup := b.held[c.GetId()]; dup {
+		if old, dup := b.held[c.GetId()]; dup && old.instanceID != "" {
 			continue // Mandible answered a command twice; it is held once.
 		}
+		// (A forwarded result of an older epoch may be on its way meanwhile:
+		// the claim replaces it in the book, and its store still ends.)
 		b.held[c.GetId()] = h
 		if c.GetMode() == modeListen {
 			b.listen.push(h)
