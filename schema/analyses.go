@@ -189,9 +189,16 @@ type AnalysisOutcome struct {
 	Error string
 }
 
+// MaxAnalysisTextBytes bounds each text of an analysis outcome. A refining model's
+// answer is text from outside: it is cut with a marker and made display text.
+const MaxAnalysisTextBytes = 8 << 10
+
 // FinishAnalysis records the outcome of a queued analysis and marks it done. It reports
 // false when the row is no longer queued (another processor finished it).
 func FinishAnalysis(ctx context.Context, db DB, id uuid.UUID, o AnalysisOutcome) (bool, error) {
+	for _, f := range []*string{&o.Category, &o.Summary, &o.Suggestion, &o.RefinedBy, &o.Error} {
+		*f = safetext.Bound(*f, MaxAnalysisTextBytes)
+	}
 	tag, err := db.Exec(ctx, `
 		UPDATE analyses
 		SET status = 'done', category = $2, summary = $3, suggestion = $4, refined_by = $5, error = $6, finished_at = now()
@@ -206,6 +213,7 @@ func FinishAnalysis(ctx context.Context, db DB, id uuid.UUID, o AnalysisOutcome)
 // FailAnalysis marks a queued analysis failed with the reason, so that a row that
 // cannot be written does not hold up the queue.
 func FailAnalysis(ctx context.Context, db DB, id uuid.UUID, reason string) error {
+	reason = safetext.Bound(reason, MaxAnalysisTextBytes)
 	if _, err := db.Exec(ctx, `
 		UPDATE analyses SET status = 'failed', error = $2, finished_at = now()
 		WHERE id = $1 AND status = 'queued'`, id, reason); err != nil {
