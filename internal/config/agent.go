@@ -103,7 +103,8 @@ type Exec struct {
 	MaxConcurrent int `toml:"max_concurrent"`
 	// DefaultTimeout applies to commands that carry none.
 	DefaultTimeout Duration `toml:"default_timeout"`
-	// OutputLimitBytes caps the output kept per command.
+	// OutputLimitBytes caps the output kept per command, at most
+	// MaxOutputLimitBytes.
 	OutputLimitBytes int `toml:"output_limit_bytes"`
 	// Shell runs each command as Shell -c command.
 	Shell string `toml:"shell"`
@@ -119,6 +120,11 @@ type Exec struct {
 	// which should stay within the supervisor's own stop timeout.
 	StopTimeout Duration `toml:"stop_timeout"`
 }
+
+// MaxOutputLimitBytes is the largest exec.output_limit_bytes: Mandible keeps the last
+// 1 MiB of a result's output, and a result must stay well under gRPC's 4 MiB message
+// limit, or it could not be sent at all.
+const MaxOutputLimitBytes = 1 << 20
 
 // DefaultAgent returns the agent's defaults. Name and mode have none and
 // must be configured.
@@ -175,6 +181,9 @@ func (c Agent) Validate() error {
 	c.Log.validate(&p)
 	p.positive("exec.max_concurrent", int64(c.Exec.MaxConcurrent))
 	p.positive("exec.output_limit_bytes", int64(c.Exec.OutputLimitBytes))
+	if c.Exec.OutputLimitBytes > MaxOutputLimitBytes {
+		p.add("exec.output_limit_bytes", "must be at most %d (what Mandible keeps), got %d", MaxOutputLimitBytes, c.Exec.OutputLimitBytes)
+	}
 	p.required("exec.shell", c.Exec.Shell, "required")
 	if c.Exec.WorkingDir != "" && !filepath.IsAbs(c.Exec.WorkingDir) {
 		p.add("exec.working_dir", "must be an absolute path, got %q", c.Exec.WorkingDir)
