@@ -194,7 +194,7 @@ func TestFailedListenHandOffAsksMandibleForAnotherDispatch(t *testing.T) {
 	require.NoError(t, ln.Close())
 	busy := &fakeAgent{fail: status.Error(codes.ResourceExhausted, "4 commands running")}
 	busyAddr := f.startAgent(t, busy)
-	f.mandible.redispatchAnswer = &mantisv1.ScheduleRedispatchResponse{Scheduled: false, Refusal: "budget of 10 attempts spent"}
+	f.mandible.redispatchAnswer = &mantisv1.ScheduleRedispatchResponse{Scheduled: false, Refusal: "the retry budget is spent (10 retries after the first delivery, 11 deliveries in all); the request failed"}
 	f.mandible.queue(listenCommand("cmd-unreachable", deadAddr, 4), listenCommand("cmd-busy", busyAddr, 5))
 	th := f.start(t)
 
