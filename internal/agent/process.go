@@ -88,7 +88,7 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 	defer pr.Close()
 	c := exec.Command(r.cfg.Shell, "-c", cmd.GetCommand())
 	c.Dir = dir
-	c.Env = environ(cmd.GetEnv())
+	c.Env = append(environ(cmd.GetEnv()), commandIdentity(cmd)...)
 	c.Stdout, c.Stderr = pw, pw
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = c.Start()
@@ -223,6 +223,24 @@ func (r *Runner) drain(readDone <-chan struct{}, pr *os.File) {
 	case <-t.C:
 		pr.Close()
 		<-readDone
+	}
+}
+
+// The variables that tell a command which dispatch it is part of. The dispatch request
+// id is the one a redelivery keeps; the command id changes with each delivery.
+const (
+	EnvDispatchRequestID = "MANTIS_DISPATCH_REQUEST_ID"
+	EnvCommandID         = "MANTIS_COMMAND_ID"
+	EnvTarget            = "MANTIS_TARGET"
+)
+
+// commandIdentity is the command's ids as environment entries; they come after the
+// step's own env, so a step cannot mask them.
+func commandIdentity(cmd *mantisv1.Command) []string {
+	return []string{
+		EnvDispatchRequestID + "=" + cmd.GetDispatchRequestId(),
+		EnvCommandID + "=" + cmd.GetId(),
+		EnvTarget + "=" + cmd.GetTarget(),
 	}
 }
 
