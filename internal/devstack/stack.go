@@ -71,6 +71,10 @@ type Stack struct {
 	procs       []*process
 	rabbitmqEnv []string
 	epmdPort    int
+	// dataRoot is where PostgreSQL and RabbitMQ keep their data.
+	dataRoot string
+	// starters start each enabled server again on its ports and data (restart.go).
+	starters map[Server]func(context.Context) error
 }
 
 // Start brings up the selected servers, in parallel, and returns once all are ready.
@@ -112,23 +116,29 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = f() }()
 	}
-	run(0, opts.Postgres, func() error {
-		return s.startPostgres(ctx, filepath.Join(serverRoot, "postgres"), s.Ports.Postgres)
-	})
-	run(1, opts.RabbitMQ, func() error {
-		password, err := s.secret("rabbitmq-password")
-		if err != nil {
-			return err
-		}
-		return s.startRabbitMQ(ctx, filepath.Join(serverRoot, "rabbitmq"), rabbitmqPorts{
-			AMQPS: s.Ports.AMQPS, Management: s.Ports.RabbitMQManagement, Dist: s.Ports.RabbitMQDist, EPMD: s.Ports.EPMD,
-		}, password)
-	})
-	run(2, opts.Temporal, func() error {
-		return s.startTemporal(ctx, filepath.Join(dir, "temporal"), temporalPorts{
-			Frontend: s.Ports.Temporal, UI: s.Ports.TemporalUI, HTTP: s.Ports.TemporalHTTP, Metrics: s.Ports.TemporalMetrics,
-		})
-	})
+	s.dataRoot = serverRoot
+	s.starters = map[Server]func(context.Context) error{
+		ServerPostgres: func(ctx context.Context) error {
+			return s.startPostgres(ctx, filepath.Join(serverRoot, "postgres"), s.Ports.Postgres)
+		},
+		ServerRabbitMQ: func(ctx context.Context) error {
+			password, err := s.secret("rabbitmq-password")
+			if err != nil {
+				return err
+			}
+			return s.startRabbitMQ(ctx, filepath.Join(serverRoot, "rabbitmq"), rabbitmqPorts{
+				AMQPS: s.Ports.AMQPS, Management: s.Ports.RabbitMQManagement, Dist: s.Ports.RabbitMQDist, EPMD: s.Ports.EPMD,
+			}, password)
+		},
+		ServerTemporal: func(ctx context.Context) error {
+			return s.startTemporal(ctx, filepath.Join(dir, "temporal"), temporalPorts{
+				Frontend: s.Ports.Temporal, UI: s.Ports.TemporalUI, HTTP: s.Ports.TemporalHTTP, Metrics: s.Ports.TemporalMetrics,
+			})
+		},
+	}
+	run(0, opts.Postgres, func() error { return s.starters[ServerPostgres](ctx) })
+	run(1, opts.RabbitMQ, func() error { return s.starters[ServerRabbitMQ](ctx) })
+	run(2, opts.Temporal, func() error { return s.starters[ServerTemporal](ctx) })
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
