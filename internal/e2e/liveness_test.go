@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/schema"
 )
 
 // livenessSetup is a cluster with one Thorax serving a poll-mode and a listen-mode
@@ -253,4 +255,50 @@ func TestSIGKILLedReplicasDispatcherIsEndedByASurvivor(t *testing.T) {
 	d, err := tc.DescribeWorkflowExecution(f.ctx, "dispatcher:"+survivor.ID, "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the survivor's own dispatcher runs on")
+}
+
+// A Thorax drained with SIGTERM while its listen target runs a command finishes and
+// reports that command; its listen target moves to the other Thorax at once, so the
+// next command runs there without waiting for the drain. Nothing fails and no retry
+// is spent: a drain costs no attempt.
+func TestDrainedThoraxFinishesItsCommandAndHandsItsTargetOverAtNoCost(t *testing.T) {
+	t.Parallel()
+	const heartbeatTimeout = 3 * time.Second
+	c := setupExecCluster(t, heartbeatTimeout)
+	drained := c.startThorax(t)
+	drainedID := c.waitRegistered(t, drained)
+	agent := c.startListenAgent(t)
+	c.registerListenTarget(t, agent)
+	other := c.startThorax(t)
+	otherID := c.waitRegistered(t, other)
+
+	first := c.enqueue(t, schema.NewDispatchRequest{Target: agent.Name, Command: "sleep 3; echo first", Timeout: time.Minute})
+	running := c.waitCommand(t, first, commandTimeout, "running")
+	require.Equal(t, drainedID, *running.Holder)
+
+	require.NoError(t, syscall.Kill(drained.Pid(), syscall.SIGTERM))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var assigned *uuid.UUID
+		require.NoError(ct, c.pool.QueryRow(c.ctx, `SELECT assigned_instance_id FROM targets WHERE name = $1`, agent.Name).Scan(&assigned))
+		require.NotNil(ct, assigned)
+		require.Equal(ct, otherID, *assigned)
+	}, time.Minute, 50*time.Millisecond, "the draining instance kept its listen target")
+	require.False(t, drained.exited(), "the target moved at the drain's start, not when the instance was gone")
+	second := c.enqueue(t, schema.NewDispatchRequest{Target: agent.Name, Command: "echo second", Timeout: time.Minute})
+
+	done := c.waitCommand(t, first, time.Minute, "succeeded", "failed", "lost")
+	require.Equal(t, "succeeded", done.Status, "the draining instance finished and reported")
+	require.Equal(t, "first\n", *done.Output)
+	next := c.waitCommand(t, second, time.Minute, "succeeded", "failed", "lost")
+	require.Equal(t, "succeeded", next.Status)
+	require.Equal(t, otherID, *next.Holder)
+
+	var attempts, commands int
+	require.NoError(t, c.pool.QueryRow(c.ctx, `SELECT coalesce(sum(attempts), 0) FROM pending_dispatch_requests WHERE id = ANY($1)`,
+		[]uuid.UUID{first, second}).Scan(&attempts))
+	require.Zero(t, attempts, "a drain costs no attempt")
+	require.NoError(t, c.pool.QueryRow(c.ctx, `SELECT count(*) FROM command_queue WHERE dispatch_request_id = ANY($1)`,
+		[]uuid.UUID{first, second}).Scan(&commands))
+	require.Equal(t, 2, commands, "one delivery each")
+	require.Eventually(t, drained.exited, time.Minute, 50*time.Millisecond)
 }
