@@ -223,11 +223,17 @@ func Parse(b []byte) (Deployment, error) {
 func decodeProblem(err error) FieldError {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
+		if typeErr.Field == "" {
+			return FieldError{Field: "", Problem: fmt.Sprintf("the spec must be a mapping of fields such as name and steps, got %s", typeErr.Value)}
+		}
 		return FieldError{Field: typeErr.Field, Problem: fmt.Sprintf("must be %s, got %s", typeErr.Type, typeErr.Value)}
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return FieldError{Field: strings.Trim(f, `"`), Problem: "unknown field"}
+		if f = strings.Trim(f, `"`); f == "" {
+			return FieldError{Field: "", Problem: "an empty key: every field has a name"}
+		}
+		return FieldError{Field: f, Problem: "unknown field"}
 	}
 	return FieldError{Field: "", Problem: msg}
 }
