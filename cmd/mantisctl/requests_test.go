@@ -53,7 +53,7 @@ func TestRequestsShowsStateAndReason(t *testing.T) {
 	out, err := runCLI(t, append([]string{"requests", "--status", "pending"}, common...)...)
 	require.NoError(t, err)
 	require.Contains(t, out, "web-1")
-	require.Contains(t, out, "0/10")
+	require.Contains(t, out, "0/11") // 0 failed deliveries of the 11 the budget allows
 	require.Contains(t, out, "no live Thorax for target web-1")
 
 	out, err = runCLI(t, append([]string{"requests", "-o", "json"}, common...)...)
