@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -111,6 +112,16 @@ func (d Deployment) WithDefaults() Deployment {
 	return d
 }
 
+// Bounds on the free text of a spec: what one deployment may ask PostgreSQL, Temporal
+// and every agent to carry.
+const (
+	MaxCommandBytes    = 64 << 10
+	MaxEnvVars         = 256
+	MaxEnvValueBytes   = 32 << 10
+	MaxWorkingDirBytes = 4096
+	MaxLabelBytes      = 1024
+)
+
 // Validate returns every problem of d as Errors, or nil.
 func (d Deployment) Validate() error {
 	var errs Errors
@@ -140,11 +151,25 @@ func (d Deployment) Validate() error {
 		}
 		seen[t] = true
 	}
+	// storable refuses text PostgreSQL cannot store (NUL, bytes that are not UTF-8)
+	// and text longer than limit, naming the field.
+	storable := func(field, v string, limit int) {
+		switch {
+		case len(v) > limit:
+			add(field, "at most %d bytes, got %d", limit, len(v))
+		case !utf8.ValidString(v):
+			add(field, "must be UTF-8 text")
+		case strings.ContainsRune(v, 0):
+			add(field, "must not contain NUL (\\u0000)")
+		}
+	}
 	for _, k := range sortedKeys(d.TargetSelector) {
 		if k == "" {
 			add("target_selector", "label keys must not be empty")
 		}
+		storable("target_selector."+k, k+d.TargetSelector[k], MaxLabelBytes)
 	}
+	storable("idempotency_key", d.IdempotencyKey, 200)
 	if len(d.Steps) == 0 {
 		add("steps", "at least one step is required")
 	}
@@ -163,6 +188,11 @@ func (d Deployment) Validate() error {
 		if strings.TrimSpace(s.Command) == "" {
 			add(at+".command", "required")
 		}
+		storable(at+".command", s.Command, MaxCommandBytes)
+		storable(at+".working_dir", s.WorkingDir, MaxWorkingDirBytes)
+		if len(s.Env) > MaxEnvVars {
+			add(at+".env", "at most %d variables, got %d", MaxEnvVars, len(s.Env))
+		}
 		if s.Timeout != "" {
 			if t, err := time.ParseDuration(s.Timeout); err != nil || t <= 0 {
 				add(at+".timeout", "must be a positive duration like \"90s\" or \"5m\", got %q", s.Timeout)
@@ -173,6 +203,8 @@ func (d Deployment) Validate() error {
 		for _, k := range sortedKeys(s.Env) {
 			if !envKeyPattern.MatchString(k) {
 				add(at+".env", "%q is not a valid environment variable name", k)
+			} else {
+				storable(at+".env."+k, s.Env[k], MaxEnvValueBytes)
 			}
 		}
 		if s.WorkingDir != "" && !strings.HasPrefix(s.WorkingDir, "/") {
@@ -181,9 +213,6 @@ func (d Deployment) Validate() error {
 	}
 	if d.MaxParallel < 0 {
 		add("max_parallel", "must not be negative, got %d", d.MaxParallel)
-	}
-	if len(d.IdempotencyKey) > 200 {
-		add("idempotency_key", "at most 200 characters")
 	}
 	if len(errs) > 0 {
 		return errs

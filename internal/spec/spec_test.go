@@ -2,6 +2,7 @@ package spec_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,28 @@ func TestShippedExampleSpecsParse(t *testing.T) {
 	d, err := spec.Parse(b)
 	require.NoError(t, err)
 	require.Len(t, d.Steps, 3)
+}
+
+// Text PostgreSQL cannot store, and text past its bound, is refused by field before
+// anything is written, rather than failing the insert.
+func TestUnstorableAndOversizedTextIsRefusedByField(t *testing.T) {
+	t.Parallel()
+	j := `{"name":"rel","targets":["web-1"],"target_selector":{"role":"a\u0000b"},"idempotency_key":"k\u0000",
+	  "steps":[{"name":"a","command":"echo a\u0000b","working_dir":"/srv/\u0000","env":{"TOKEN":"x\u0000y","BIG":"` +
+		strings.Repeat("v", spec.MaxEnvValueBytes+1) + `"}},
+	  {"name":"b","command":"` + strings.Repeat("c", spec.MaxCommandBytes+1) + `"}]}`
+	_, err := spec.Parse([]byte(j))
+	var errs spec.Errors
+	require.ErrorAs(t, err, &errs)
+	fields := map[string]string{}
+	for _, e := range errs {
+		fields[e.Field] = e.Problem
+	}
+	for f, want := range map[string]string{
+		"target_selector.role": "NUL", "idempotency_key": "NUL", "steps[0].command": "NUL",
+		"steps[0].working_dir": "NUL", "steps[0].env.TOKEN": "NUL", "steps[0].env.BIG": "at most",
+		"steps[1].command": "at most",
+	} {
+		require.Contains(t, fields[f], want, "field %s; problems: %v", f, fields)
+	}
 }
