@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 // The budget and lifetime of a dispatch request (seed "Competing Consumers": "Failed
@@ -110,6 +114,7 @@ func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchReque
 		if strings.TrimSpace(r.Command) == "" {
 			problems = append(problems, at+".command: must not be empty")
 		}
+		problems = append(problems, unstorableRequestText(at, r)...)
 		if !ValidPriority(r.Priority) {
 			problems = append(problems, fmt.Sprintf("%s.priority: must be high, normal or low, got %q", at, r.Priority))
 		}
@@ -554,4 +559,26 @@ func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []
 		}
 	}
 	return outcomes, nil
+}
+
+// maxRequestText bounds each free-text field of a dispatch request.
+const maxRequestText = 64 << 10
+
+// unstorableRequestText names each text field of r that PostgreSQL could not store
+// (NUL, not UTF-8) or that passes maxRequestText, so the request is refused by field
+// instead of failing the insert.
+func unstorableRequestText(at string, r NewDispatchRequest) []string {
+	var problems []string
+	check := func(field, text string) {
+		if p := safetext.Unstorable(text, maxRequestText); p != "" {
+			problems = append(problems, fmt.Sprintf("%s.%s: %s", at, field, p))
+		}
+	}
+	check("idempotency_key", r.IdempotencyKey)
+	check("command", r.Command)
+	check("working_dir", r.WorkingDir)
+	for _, k := range slices.Sorted(maps.Keys(r.Env)) {
+		check("env."+safetext.Bound(safetext.DisplayString(k), 64), k+r.Env[k])
+	}
+	return problems
 }

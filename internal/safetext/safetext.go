@@ -5,6 +5,7 @@
 package safetext
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -121,4 +122,20 @@ func runeStartAtOrBefore(s string, n int) int {
 		n--
 	}
 	return n
+}
+
+// Unstorable says why PostgreSQL's text and jsonb could not hold s as it is, or
+// whether it passes limit bytes; it returns "" for text that may be stored. Input
+// that is refused rather than cleaned (a command, a name) is checked with it, so the
+// refusal names the problem instead of failing the insert.
+func Unstorable(s string, limit int) string {
+	switch {
+	case len(s) > limit:
+		return fmt.Sprintf("at most %d bytes, got %d", limit, len(s))
+	case !utf8.ValidString(s):
+		return "must be UTF-8 text"
+	case strings.IndexByte(s, 0) >= 0:
+		return `must not contain NUL (\u0000)`
+	}
+	return ""
 }

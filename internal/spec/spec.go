@@ -12,9 +12,10 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 // Step is one ordered step: a command run on every target.
@@ -154,13 +155,8 @@ func (d Deployment) Validate() error {
 	// storable refuses text PostgreSQL cannot store (NUL, bytes that are not UTF-8)
 	// and text longer than limit, naming the field.
 	storable := func(field, v string, limit int) {
-		switch {
-		case len(v) > limit:
-			add(field, "at most %d bytes, got %d", limit, len(v))
-		case !utf8.ValidString(v):
-			add(field, "must be UTF-8 text")
-		case strings.ContainsRune(v, 0):
-			add(field, "must not contain NUL (\\u0000)")
+		if problem := safetext.Unstorable(v, limit); problem != "" {
+			add(field, "%s", problem)
 		}
 	}
 	for _, k := range sortedKeys(d.TargetSelector) {

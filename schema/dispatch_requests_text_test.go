@@ -1,0 +1,33 @@
+package schema_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// A request whose text PostgreSQL could not store, or that is too long, is refused by
+// field and nothing of the batch is written.
+func TestRequestTextThatCannotBeStoredIsRefusedByField(t *testing.T) {
+	t.Parallel()
+	b := setupDispatch(t, "web-1")
+	ok := req("fine", "web-1", "normal")
+	bad := req("bad", "web-1", "normal")
+	bad.Command = "echo a\x00b"
+	bad.WorkingDir = "/srv/\xff"
+	bad.Env = map[string]string{"TOKEN": "x\x00", "BIG": strings.Repeat("v", 70<<10)}
+	_, err := schema.EnqueueDispatchRequests(b.ctx, b.pool, []schema.NewDispatchRequest{ok, bad})
+	var inputErr *schema.InputError
+	require.ErrorAs(t, err, &inputErr)
+	joined := strings.Join(inputErr.Problems, "\n")
+	require.Contains(t, joined, "requests[1].command: must not contain NUL")
+	require.Contains(t, joined, "requests[1].working_dir: must be UTF-8 text")
+	require.Contains(t, joined, "requests[1].env.TOKEN: must not contain NUL")
+	require.Contains(t, joined, "requests[1].env.BIG: at most 65536 bytes")
+	var n int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pending_dispatch_requests`).Scan(&n))
+	require.Zero(t, n, "nothing written on refusal")
+}
