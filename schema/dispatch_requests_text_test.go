@@ -31,3 +31,26 @@ func TestRequestTextThatCannotBeStoredIsRefusedByField(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM pending_dispatch_requests`).Scan(&n))
 	require.Zero(t, n, "nothing written on refusal")
 }
+
+// A target whose listen address is not host:port, or whose labels PostgreSQL could
+// not store, is refused by field.
+func TestTargetWithBadAddressOrLabelsIsRefusedByField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		target schema.NewTarget
+		want   string
+	}{
+		{schema.NewTarget{Name: "a", Mode: schema.ModeListen, Address: "no-port"}, "address: must be host:port"},
+		{schema.NewTarget{Name: "a", Mode: schema.ModeListen, Address: "h:99999"}, "address: port must be 1-65535"},
+		{schema.NewTarget{Name: "a", Mode: schema.ModeListen, Address: "h\x00:80"}, "address: host must not contain NUL"},
+		{schema.NewTarget{Name: "a", Mode: schema.ModePoll, Labels: map[string]string{"role": "w\x00"}}, "labels.role: must not contain NUL"},
+		{schema.NewTarget{Name: "a", Mode: schema.ModePoll, Labels: map[string]string{"": "x"}}, "labels: keys must not be empty"},
+		{schema.NewTarget{Name: "a", Mode: schema.ModePoll, Labels: map[string]string{"k": strings.Repeat("v", 2000)}}, "labels.k: at most 1024 bytes"},
+	} {
+		err := tc.target.Validate()
+		var inputErr *schema.InputError
+		require.ErrorAs(t, err, &inputErr, "%+v", tc.target)
+		require.Contains(t, strings.Join(inputErr.Problems, "\n"), tc.want)
+	}
+	require.NoError(t, schema.NewTarget{Name: "a", Mode: schema.ModeListen, Address: "10.0.0.5:9191", Labels: map[string]string{"role": "web"}}.Validate())
+}

@@ -4,10 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net"
 	"regexp"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
 // Target modes: how Thorax hands a target's commands to its agent.
@@ -39,6 +45,27 @@ type NewTarget struct {
 
 var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
+// Bounds on a target's labels.
+const (
+	maxLabels     = 64
+	maxLabelBytes = 1024
+)
+
+// listenAddressProblem says what is wrong with a listen agent's address, or "".
+func listenAddressProblem(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if len(addr) > 300 || err != nil || host == "" {
+		return fmt.Sprintf("must be host:port, got %q", safetext.Bound(safetext.DisplayString(addr), 300))
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("port must be 1-65535, got %q", port)
+	}
+	if p := safetext.Unstorable(host, 255); p != "" {
+		return "host " + p
+	}
+	return ""
+}
+
 // Validate lists every problem with t by field.
 func (t NewTarget) Validate() error {
 	var problems []string
@@ -53,9 +80,22 @@ func (t NewTarget) Validate() error {
 	case ModeListen:
 		if t.Address == "" {
 			problems = append(problems, "address: required for listen-mode targets")
+		} else if p := listenAddressProblem(t.Address); p != "" {
+			problems = append(problems, "address: "+p)
 		}
 	default:
 		problems = append(problems, fmt.Sprintf("mode: must be poll or listen, got %q", t.Mode))
+	}
+	if len(t.Labels) > maxLabels {
+		problems = append(problems, fmt.Sprintf("labels: at most %d, got %d", maxLabels, len(t.Labels)))
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
+		field := "labels." + safetext.Bound(safetext.DisplayString(k), 64)
+		if k == "" {
+			problems = append(problems, "labels: keys must not be empty")
+		} else if p := safetext.Unstorable(k+t.Labels[k], maxLabelBytes); p != "" {
+			problems = append(problems, field+": "+p)
+		}
 	}
 	if len(problems) > 0 {
 		return &InputError{Problems: problems}
