@@ -89,9 +89,9 @@ type scene struct {
 // Timing of a scenario around its fault.
 const (
 	// warmUp lets deployments be under way when the fault strikes.
-	warmUp = 8 * time.Second
+	warmUp = 6 * time.Second
 	// afterFault keeps the stream going once the fault ended, so that recovery shows.
-	afterFault = 15 * time.Second
+	afterFault = 10 * time.Second
 )
 
 // scenario runs fault under the workload and records and checks the row. fault
@@ -100,14 +100,20 @@ const (
 func scenario(t *testing.T, name, fault string, o faultenv.Options, wo faultenv.WorkloadOptions,
 	inject func(sc *scene) (time.Time, faultenv.Rule)) {
 	t.Helper()
+	began := time.Now()
 	s := faultStack(t)
 	t.Cleanup(func() { heal(t, s) })
 	c := faultenv.StartCluster(t, s, o)
+	t.Logf("cluster up after %s", time.Since(began).Round(time.Second))
 	sc := &scene{t: t, s: s, c: c, w: c.StartWorkload(wo)}
 	<-time.After(warmUp)
+	faultStart := time.Now()
 	faultEnd, rule := inject(sc)
+	t.Logf("fault took %s", faultEnd.Sub(faultStart).Round(time.Second))
 	<-time.After(afterFault)
+	verifying := time.Now()
 	res := c.Verify(name, fault, sc.w, faultEnd, rule)
+	t.Logf("verified in %s", time.Since(verifying).Round(time.Second))
 	resultsMu.Lock()
 	results = append(results, res)
 	resultsMu.Unlock()
@@ -121,6 +127,8 @@ func scenario(t *testing.T, name, fault string, o faultenv.Options, wo faultenv.
 // heal thaws and restarts whatever a failed scenario left broken, so the next one
 // starts on working servers.
 func heal(t *testing.T, s *faultenv.Servers) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	for _, srv := range []devstack.Server{devstack.ServerPostgres, devstack.ServerRabbitMQ, devstack.ServerTemporal} {
 		_ = s.Thaw(srv)
 		if s.Pid(srv) == 0 {
@@ -129,4 +137,5 @@ func heal(t *testing.T, s *faultenv.Servers) {
 			}
 		}
 	}
+	_, _ = s.RabbitMQCtl(ctx, "start_app")
 }

@@ -34,3 +34,16 @@ func TestMandibleKilledMidClaim(t *testing.T) {
 			return time.Now(), faultenv.AllSucceed
 		})
 }
+
+// The only replica is SIGKILLed and started again on the same configuration.
+func TestOnlyMandibleKilledAndRestarted(t *testing.T) {
+	full(t)
+	scenario(t, "only Mandible SIGKILL", "the only replica SIGKILLed, restarted", faultenv.Options{Replicas: 1}, faultenv.WorkloadOptions{},
+		func(sc *scene) (time.Time, faultenv.Rule) {
+			m := sc.c.Mandibles[0]
+			m.Kill()
+			require.NoError(t, m.Start())
+			sc.c.WaitHealthy(m)
+			return time.Now(), faultenv.AllSucceed
+		})
+}

@@ -122,7 +122,7 @@ func StartCluster(t testing.TB, s *Servers, o Options) *Cluster {
 		c.Mandibles = append(c.Mandibles, c.newMandible(i))
 	}
 	c.startAll(mandibleProcs(c.Mandibles))
-	c.waitHealthy(c.Mandibles...)
+	c.WaitHealthy(c.Mandibles...)
 	grpcAddrs := make([]string, len(c.Mandibles))
 	for i, m := range c.Mandibles {
 		grpcAddrs[i] = m.GRPCAddr

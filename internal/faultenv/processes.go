@@ -65,8 +65,8 @@ client_key_path = %q
 	return m
 }
 
-// waitHealthy waits until each replica answers /healthz.
-func (c *Cluster) waitHealthy(ms ...*Mandible) {
+// WaitHealthy waits until each replica answers /healthz.
+func (c *Cluster) WaitHealthy(ms ...*Mandible) {
 	c.t.Helper()
 	for _, m := range ms {
 		require.Eventually(c.t, func() bool {

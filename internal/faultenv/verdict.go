@@ -2,6 +2,7 @@ package faultenv
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ type Outcome struct {
 	Error  string
 	// Instances are the Thorax instances that held or were assigned its commands.
 	Instances []uuid.UUID
+	// Targets are the names of its targets.
+	Targets []string
 }
 
 // Rule returns "" when an outcome is what the scenario expects, otherwise why not.
@@ -49,6 +52,17 @@ func FailedOnlyWith(instance uuid.UUID) Rule {
 		default:
 			return fmt.Sprintf("deployment %s %s (%s) though the dead instance never held it", o.ID, o.Status, o.Error)
 		}
+	}
+}
+
+// FailedOnlyOn is the rule of an agent killed while it ran commands: a deployment on
+// target may fail, saying why; every other deployment succeeds.
+func FailedOnlyOn(target string) Rule {
+	return func(o Outcome) string {
+		if o.Status == "succeeded" || (o.Status == "failed" && slices.Contains(o.Targets, target) && o.Error != "") {
+			return ""
+		}
+		return fmt.Sprintf("deployment %s %s (%s) though it does not run on %s", o.ID, o.Status, o.Error, target)
 	}
 }
 
@@ -159,7 +173,9 @@ func (c *Cluster) waitSettled(deadline time.Time, res *Result) int {
 func (c *Cluster) outcomes(ids []string) (map[string]Outcome, error) {
 	rows, err := c.Pool.Query(c.Ctx, `
 		SELECT d.id::text, d.status, coalesce(d.error, ''),
-		       coalesce(array_agg(DISTINCT i) FILTER (WHERE i IS NOT NULL), '{}')
+		       coalesce(array_agg(DISTINCT i) FILTER (WHERE i IS NOT NULL), '{}'),
+		       (SELECT coalesce(array_agg(t.name), '{}') FROM deployment_targets dt
+		        JOIN targets t ON t.id = dt.target_id WHERE dt.deployment_id = d.id)
 		FROM deployments d
 		LEFT JOIN command_queue q ON q.deployment_id = d.id
 		LEFT JOIN LATERAL unnest(ARRAY[q.holder_instance_id, q.assigned_instance_id]) AS i ON true
@@ -172,7 +188,7 @@ func (c *Cluster) outcomes(ids []string) (map[string]Outcome, error) {
 	out := map[string]Outcome{}
 	for rows.Next() {
 		var o Outcome
-		if err := rows.Scan(&o.ID, &o.Status, &o.Error, &o.Instances); err != nil {
+		if err := rows.Scan(&o.ID, &o.Status, &o.Error, &o.Instances, &o.Targets); err != nil {
 			return nil, err
 		}
 		out[o.ID] = o
