@@ -112,4 +112,3 @@ func linkFaults(l *faultenv.Link) {
 	<-time.After(30 * time.Second)
 	l.Restore()
 }
-
