@@ -36,6 +36,15 @@ BENCH ?= .
 bench: build ## Run the benchmarks against real servers (BENCH=regexp selects).
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -benchmem -timeout 60m ./...
 
+.PHONY: chaos
+# Every fault scenario against servers of its own (about 40 minutes on 2 cores); the
+# table of results is printed at the end. `make test` runs the fast subset.
+CHAOS_TABLE ?= $(STACK_DIR)/chaos-table.md
+chaos: build ## Run every fault scenario (real server, process and link faults) and print the table.
+	@mkdir -p $(STACK_DIR)
+	MANTIS_CHAOS=all MANTIS_CHAOS_TABLE=$(abspath $(CHAOS_TABLE)) $(GO) test -count=1 -timeout 60m ./internal/chaos/; \
+		status=$$?; cat $(CHAOS_TABLE) 2>/dev/null; exit $$status
+
 .PHONY: proto
 proto: ## Regenerate the gRPC code from proto/ (needs protoc).
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
