@@ -41,7 +41,7 @@ bench: build ## Run the benchmarks against real servers (BENCH=regexp selects).
 # table of results is printed at the end. `make test` runs the fast subset.
 CHAOS_TABLE ?= $(STACK_DIR)/chaos-table.md
 chaos: build ## Run every fault scenario (real server, process and link faults) and print the table.
-	@mkdir -p $(STACK_DIR)
+	@mkdir -p $(STACK_DIR); rm -f $(CHAOS_TABLE)
 	MANTIS_CHAOS=all MANTIS_CHAOS_TABLE=$(abspath $(CHAOS_TABLE)) $(GO) test -count=1 -timeout 60m ./internal/chaos/; \
 		status=$$?; cat $(CHAOS_TABLE) 2>/dev/null; exit $$status
 
