@@ -114,14 +114,23 @@ func scenario(t *testing.T, name, fault string, o faultenv.Options, wo faultenv.
 	verifying := time.Now()
 	res := c.Verify(name, fault, sc.w, faultEnd, rule)
 	t.Logf("verified in %s", time.Since(verifying).Round(time.Second))
-	resultsMu.Lock()
-	results = append(results, res)
-	resultsMu.Unlock()
+	record(res)
 	t.Logf("%s: %v", name, res.Row())
 	if !res.Clean() {
 		t.Logf("process logs:\n%s", c.Logs(2500))
 	}
 	require.True(t, res.Clean(), "scenario %s: %v", name, res.Problems)
+}
+
+// record adds the row to the table and rewrites the table file, so that a run cut
+// short keeps the rows it finished.
+func record(res faultenv.Result) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
+	results = append(results, res)
+	if path := os.Getenv(TableVar); path != "" {
+		_ = os.WriteFile(path, []byte(faultenv.Table(results)), 0o644)
+	}
 }
 
 // heal thaws and restarts whatever a failed scenario left broken, so the next one
