@@ -39,17 +39,6 @@ func (d Database) GoString() string { return render(d) }
 // LogValue returns the section with the URL's password redacted.
 func (d Database) LogValue() slog.Value { return logValue(d) }
 
-// Temporal is the Temporal frontend Mandible's worker and client use.
-type Temporal struct {
-	Address   string `toml:"address"`
-	Namespace string `toml:"namespace"`
-	// UIURL, when set, is the Temporal Web UI that deployment answers link to.
-	UIURL string `toml:"ui_url"`
-	// DeploymentTaskQueue is the task queue every replica's deployment worker polls
-	// (default mantis-deployments). Installations sharing a namespace need their own.
-	DeploymentTaskQueue string `toml:"deployment_task_queue"`
-}
-
 // HTTP is the JSON API and SSE server.
 type HTTP struct {
 	Listen string `toml:"listen"`
@@ -173,9 +162,7 @@ func (c Mandible) Validate() error {
 	}
 	p.positive("database.max_conns", int64(c.Database.MaxConns))
 
-	p.dialAddress("temporal.address", c.Temporal.Address)
-	p.required("temporal.namespace", c.Temporal.Namespace, "required")
-	p.required("temporal.deployment_task_queue", c.Temporal.DeploymentTaskQueue, "required")
+	c.Temporal.validate(&p)
 
 	p.listenAddress("http.listen", c.HTTP.Listen)
 	if len(c.HTTP.Tokens) == 0 {

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"log/slog"
+	"net/url"
+)
+
+// Temporal is the Temporal frontend Mandible's worker and client use, how to reach it
+// (TLS, a client certificate, an API key, or a profile of the Temporal client
+// configuration file the temporal CLI shares) and the payload codec's keys.
+type Temporal struct {
+	Address   string `toml:"address"`
+	Namespace string `toml:"namespace"`
+	// UIURL, when set, is the Temporal Web UI that deployment answers link to. Its
+	// origin is the only one the codec endpoint's CORS admits.
+	UIURL string `toml:"ui_url"`
+	// DeploymentTaskQueue is the task queue every replica's deployment worker polls
+	// (default mantis-deployments). Installations sharing a namespace need their own.
+	DeploymentTaskQueue string `toml:"deployment_task_queue"`
+
+	// Profile, when set, takes the connection (address, namespace, TLS, API key) from
+	// that profile of the Temporal client configuration file, with the TEMPORAL_*
+	// environment variables applied as the temporal CLI does; the keys below that
+	// describe the connection must then stay empty.
+	Profile string `toml:"profile"`
+	// ConfigFile is the Temporal client configuration file; empty means the CLI's
+	// default ($XDG_CONFIG_HOME/temporalio/temporal.toml).
+	ConfigFile string `toml:"config_file"`
+	// TLS turns TLS on with the system's roots; setting CACertPath, CertPath or APIKey
+	// turns it on too.
+	TLS bool `toml:"tls"`
+	// CACertPath is the CA that signs the frontend's certificate.
+	CACertPath string `toml:"ca_cert_path"`
+	// CertPath and KeyPath are the client pair for mutual TLS, set together.
+	CertPath string `toml:"cert_path"`
+	KeyPath  string `toml:"key_path"`
+	// ServerName is the name the frontend's certificate must carry, when it is not
+	// the address's host.
+	ServerName string `toml:"server_name"`
+	// APIKey is sent as a bearer credential on every call (Temporal Cloud API keys).
+	APIKey string `toml:"api_key" secret:"true"`
+
+	// CodecKeyFile is the payload codec's keyring: "<key id> <base64 key>" lines, the
+	// first current. Empty (with CodecKeysDir empty) leaves payloads unencrypted.
+	CodecKeyFile string `toml:"codec_key_file"`
+	// CodecKeysDir holds one "<key id>.key" file per key instead; CodecKeyID names the
+	// current one (required when there are several).
+	CodecKeysDir string `toml:"codec_keys_dir"`
+	CodecKeyID   string `toml:"codec_key_id"`
+}
+
+// CodecEnabled reports whether payloads are encrypted.
+func (t Temporal) CodecEnabled() bool { return t.CodecKeyFile != "" || t.CodecKeysDir != "" }
+
+// String returns the section with the API key redacted.
+func (t Temporal) String() string { return render(t) }
+
+// GoString is String, so that %#v does not print secrets either.
+func (t Temporal) GoString() string { return render(t) }
+
+// LogValue returns the section with the API key redacted.
+func (t Temporal) LogValue() slog.Value { return logValue(t) }
+
+func (t Temporal) validate(p *problems) {
+	if t.Profile == "" {
+		p.dialAddress("temporal.address", t.Address)
+		p.required("temporal.namespace", t.Namespace, "required")
+	} else {
+		for _, kv := range [][2]string{
+			{"temporal.ca_cert_path", t.CACertPath}, {"temporal.cert_path", t.CertPath},
+			{"temporal.key_path", t.KeyPath}, {"temporal.server_name", t.ServerName}, {"temporal.api_key", t.APIKey},
+		} {
+			if kv[1] != "" {
+				p.add(kv[0], "must be empty when temporal.profile is set: the profile describes the connection")
+			}
+		}
+	}
+	if t.ConfigFile != "" && t.Profile == "" {
+		p.add("temporal.config_file", "is read only for a temporal.profile; set one")
+	}
+	if (t.CertPath == "") != (t.KeyPath == "") {
+		p.add("temporal.cert_path", "cert_path and key_path are set together or not at all")
+	}
+	p.required("temporal.deployment_task_queue", t.DeploymentTaskQueue, "required")
+	if t.CodecKeyFile != "" && t.CodecKeysDir != "" {
+		p.add("temporal.codec_keys_dir", "set codec_key_file or codec_keys_dir, not both")
+	}
+	if t.CodecKeyID != "" && t.CodecKeysDir == "" {
+		p.add("temporal.codec_key_id", "names a key of temporal.codec_keys_dir; set that too")
+	}
+	if t.UIURL != "" {
+		if u, err := url.Parse(t.UIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add("temporal.ui_url", "must be an http:// or https:// URL")
+		}
+	}
+}
