@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 
@@ -32,6 +33,10 @@ func DecodeNudge(body []byte) (Nudge, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&n); err != nil {
 		return Nudge{}, fmt.Errorf("decoding nudge: %w", err)
+	}
+	// Anything after the nudge is a broken or forged message, not a nudge.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Nudge{}, errors.New("decoding nudge: the body holds more than one JSON value")
 	}
 	switch {
 	case n.CommandID == "":
