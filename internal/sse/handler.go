@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -109,9 +110,16 @@ func parseStreamQuery(r *http.Request, deploymentParam bool) (filter, *int64, []
 		after    *int64
 		problems []fieldProblem
 	)
-	q := r.URL.Query()
+	// r.URL.Query drops what it cannot decode; a filter dropped silently would widen
+	// the stream, so a query that does not decode is refused.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		problems = append(problems, fieldProblem{Field: "query", Problem: "not a valid query string: " + err.Error()})
+	}
 	for key, values := range q {
 		switch key {
+		case "":
+			problems = append(problems, fieldProblem{Field: "query", Problem: "a parameter without a name"})
 		case "deployment":
 			if !deploymentParam {
 				problems = append(problems, fieldProblem{Field: key, Problem: "not allowed here: the path names the deployment"})
