@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -30,6 +29,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
 	"github.com/mantis-deploy/mantis/internal/sse"
+	"github.com/mantis-deploy/mantis/internal/temporalclient"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
@@ -113,11 +113,15 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		logger.InfoContext(ctx, "applied schema migrations", "versions", applied)
 	}
 
-	temporal, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.Temporal.Address,
-		Namespace: cfg.Temporal.Namespace,
-		Logger:    tlog.NewStructuredLogger(logger),
-	})
+	temporalOpts, payloadCodec, err := temporalclient.Options(cfg.Temporal, logger)
+	if err != nil {
+		return err
+	}
+	cfg.Temporal.Address, cfg.Temporal.Namespace = temporalOpts.HostPort, temporalOpts.Namespace
+	if payloadCodec == nil {
+		logger.WarnContext(ctx, "Temporal payloads are not encrypted: set temporal.codec_key_file or temporal.codec_keys_dir")
+	}
+	temporal, err := client.DialContext(ctx, temporalOpts)
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal at %s: %w", cfg.Temporal.Address, err)
 	}
@@ -194,6 +198,10 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		ReplicaID:        cfg.ReplicaID,
 	})
 
+	tokens, err := newTokenSource(cfg.HTTP, logger)
+	if err != nil {
+		return err
+	}
 	events := sse.NewBroker(sse.BrokerOptions{DB: pool, Logger: logger})
 	httpServer := &http.Server{
 		Addr: cfg.HTTP.Listen,
@@ -201,7 +209,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			Logger:           logger,
 			Registry:         registry,
 			DB:               pool,
-			Tokens:           cfg.HTTP.Tokens,
+			Keyring:          tokens.keys,
 			MaxBodyBytes:     cfg.HTTP.MaxBodyBytes,
 			HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 			Checks:           checks,
@@ -214,9 +222,9 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
-	httpListener, err := net.Listen("tcp", cfg.HTTP.Listen)
+	httpListener, err := listenHTTP(cfg.HTTP, logger)
 	if err != nil {
-		return fmt.Errorf("http.listen %s: %w", cfg.HTTP.Listen, err)
+		return err
 	}
 	grpcListener, err := net.Listen("tcp", cfg.GRPC.Listen)
 	if err != nil {
@@ -231,7 +239,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		g.Go(func() error { return analysis.Consume(gctx, cfg.Queue, analyser) })
 	}
 	g.Go(func() error {
-		logger.InfoContext(gctx, "serving HTTP", "addr", httpListener.Addr().String())
+		logger.InfoContext(gctx, "serving HTTP", "addr", httpListener.Addr().String(), "tls", cfg.HTTP.TLS())
 		if err := httpServer.Serve(httpListener); !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serving HTTP: %w", err)
 		}
@@ -253,6 +261,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			ClaimClock: acts.ClaimClock,
 		})
 	})
+	g.Go(func() error { return tokens.Run(gctx) })
 	g.Go(func() error { return hub.Run(gctx) })
 	g.Go(func() error { return events.Run(gctx) })
 	g.Go(func() error {
