@@ -18,10 +18,13 @@ import (
 	"io/fs"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/identity"
 )
 
 const (
@@ -39,9 +42,12 @@ const (
 
 // pair describes one certificate pair the bundle holds.
 type pair struct {
+	// name is the base name of the pair's files.
 	name       string
 	commonName string
-	usages     []x509.ExtKeyUsage
+	// id is the role and name the certificate carries as its URI SAN.
+	id     identity.ID
+	usages []x509.ExtKeyUsage
 }
 
 func (p pair) server() bool { return slices.Contains(p.usages, x509.ExtKeyUsageServerAuth) }
@@ -50,17 +56,30 @@ var (
 	serverAndClient = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	pairs           = []pair{
 		// Mandible serves HTTP and gRPC and is a client of the broker.
-		{name: "mandible", commonName: "mandible", usages: serverAndClient},
-		{name: "rabbitmq", commonName: "rabbitmq", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}},
+		{name: "mandible", commonName: "mandible", id: identity.ID{Role: identity.RoleMandible, Name: "mandible"}, usages: serverAndClient},
+		{name: "rabbitmq", commonName: "rabbitmq", id: identity.ID{Role: identity.RoleRabbitMQ, Name: "rabbitmq"}, usages: serverOnly},
 		// Thorax is a client of Mandible and of listen-mode agents, and the
 		// server poll-mode agents call.
-		{name: "thorax", commonName: "thorax", usages: serverAndClient},
-		// An agent calls Thorax in poll mode and serves it in listen mode.
-		{name: "agent", commonName: "agent", usages: serverAndClient},
+		{name: "thorax", commonName: "thorax", id: identity.ID{Role: identity.RoleThorax, Name: "thorax"}, usages: serverAndClient},
+		// An agent calls Thorax in poll mode and serves it in listen mode. The
+		// shared "agent" pair speaks for the target named "agent" only: each
+		// target's agent needs a pair of its own (Issue).
+		{name: "agent", commonName: "agent", id: identity.ID{Role: identity.RoleAgent, Name: "agent"}, usages: serverAndClient},
 		// mantisctl, tests and broker clients; "mantis" is the broker user.
-		{name: "client", commonName: "mantis", usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+		{name: "client", commonName: "mantis", id: identity.ID{Role: identity.RoleClient, Name: "client"}, usages: clientOnly},
 	}
+	serverOnly = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	clientOnly = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 )
+
+// roleUsages are the key usages of a pair Issue makes for each role.
+var roleUsages = map[identity.Role][]x509.ExtKeyUsage{
+	identity.RoleMandible: serverAndClient,
+	identity.RoleThorax:   serverAndClient,
+	identity.RoleAgent:    serverAndClient,
+	identity.RoleClient:   clientOnly,
+	identity.RoleRabbitMQ: serverOnly,
+}
 
 // PairNames returns the names Pair accepts, in a fixed order.
 func PairNames() []string {
@@ -135,7 +154,7 @@ func (p pair) hosts(extra []string) []string {
 		return nil
 	}
 	var names []string
-	for _, h := range append(append([]string{}, extra...), p.name, "localhost", "127.0.0.1", "::1") {
+	for _, h := range append(append([]string{}, extra...), p.id.Name, "localhost", "127.0.0.1", "::1") {
 		if h != "" && !slices.Contains(names, h) {
 			names = append(names, h)
 		}
@@ -167,6 +186,9 @@ func (b Bundle) pairValid(p pair, names []string, roots *x509.CertPool, now time
 	}
 	if now.Before(cert.NotBefore) {
 		return errors.New("certificate not valid yet")
+	}
+	if id, err := identity.FromCertificate(cert); err != nil || id != p.id {
+		return fmt.Errorf("certificate does not carry identity %s", p.id)
 	}
 	for _, usage := range p.usages {
 		// Verifying 30 days ahead rejects a pair (or CA) about to expire.
@@ -232,6 +254,7 @@ func (b Bundle) writePair(p pair, names []string, ca *x509.Certificate, caKey cr
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           p.usages,
 		BasicConstraintsValid: true,
+		URIs:                  []*url.URL{p.id.URI()},
 	}
 	for _, h := range names {
 		if ip := net.ParseIP(h); ip != nil {
