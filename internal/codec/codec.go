@@ -12,7 +12,9 @@ package codec
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -37,6 +39,7 @@ var ErrUnknownKey = errors.New("payload sealed with an unknown codec key")
 type Codec struct {
 	current string
 	aeads   map[string]cipher.AEAD
+	raw     map[string][]byte
 }
 
 var _ converter.PayloadCodec = (*Codec)(nil)
@@ -47,7 +50,7 @@ func New(current string, keys map[string][]byte) (*Codec, error) {
 	if _, ok := keys[current]; !ok {
 		return nil, fmt.Errorf("current codec key %q is not among the keys", current)
 	}
-	c := &Codec{current: current, aeads: make(map[string]cipher.AEAD, len(keys))}
+	c := &Codec{current: current, aeads: make(map[string]cipher.AEAD, len(keys)), raw: make(map[string][]byte, len(keys))}
 	for id, key := range keys {
 		if len(key) != KeySize {
 			return nil, fmt.Errorf("codec key %q: must be %d bytes, got %d", id, KeySize, len(key))
@@ -61,6 +64,7 @@ func New(current string, keys map[string][]byte) (*Codec, error) {
 			return nil, fmt.Errorf("codec key %q: %w", id, err)
 		}
 		c.aeads[id] = aead
+		c.raw[id] = append([]byte(nil), key...)
 	}
 	return c, nil
 }
@@ -143,4 +147,13 @@ func (c *Codec) Open(keyID string, sealed []byte) ([]byte, error) {
 // DataConverter wraps the SDK's default data converter with c.
 func (c *Codec) DataConverter() converter.DataConverter {
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
+}
+
+// DeriveKey returns a 32-byte key for purpose derived from the current codec key, so
+// that replicas sharing the keyring share it (the codec endpoint signs its sessions
+// with one).
+func (c *Codec) DeriveKey(purpose string) []byte {
+	mac := hmac.New(sha256.New, c.raw[c.current])
+	mac.Write([]byte("mantis derived key: " + purpose))
+	return mac.Sum(nil)
 }

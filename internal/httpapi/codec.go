@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+)
+
+// Paths of the codec endpoint (the Temporal remote codec protocol under CodecPrefix) and
+// of its sign-in page.
+const (
+	CodecPrefix = "/codec"
+	SignInPath  = "/signin"
+	// SessionCookie is the cookie the sign-in page sets and the codec endpoint accepts.
+	SessionCookie = "mantis_session"
+	// DefaultSessionTTL is how long a session cookie is good for.
+	DefaultSessionTTL = 12 * time.Hour
+
+	// The error codes of the codec endpoint's refusals (the API's own codes).
+	codecRefusedOrigin = "forbidden"
+	codecRefusedCaller = "unauthenticated"
+)
+
+// CodecOptions configure the codec endpoint.
+type CodecOptions struct {
+	// Codec decodes (and encodes) payloads for the Temporal Web UI and CLI.
+	Codec converter.PayloadCodec
+	// Authenticate returns the name of the API token secret, or false for none.
+	Authenticate func(secret string) (name string, ok bool)
+	// UIURL is the Temporal Web UI; its origin is the only one CORS admits.
+	UIURL string
+	// SessionKey signs session cookies; replicas that share it accept each other's.
+	SessionKey []byte
+	// SessionTTL bounds a session (DefaultSessionTTL when zero).
+	SessionTTL time.Duration
+	// Secure marks the cookie Secure (and SameSite=None, for a UI on another site):
+	// set it when the API is served over TLS.
+	Secure bool
+	Logger *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// NewCodecEndpoint serves POST /codec/encode and /codec/decode to a caller holding an API
+// token (bearer) or a session cookie from GET/POST /signin, with CORS for the UI's origin
+// only.
+func NewCodecEndpoint(opts CodecOptions) http.Handler {
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	sessions := sessionSigner{key: opts.SessionKey, ttl: opts.SessionTTL, now: opts.Now}
+	origin := originOf(opts.UIURL)
+	codec := http.StripPrefix(CodecPrefix, converter.NewPayloadCodecHTTPHandler(opts.Codec))
+
+	mux := http.NewServeMux()
+	mux.Handle(SignInPath, signInHandler(opts, sessions))
+	mux.HandleFunc(CodecPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		if !corsAllowed(w, r, origin) {
+			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "origin", "origin", r.Header.Get("Origin"))
+			writeError(w, http.StatusForbidden, codecRefusedOrigin, "origin not allowed")
+			return
+		}
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the codec endpoint takes POST")
+			return
+		}
+		name, ok := codecCaller(r, opts.Authenticate, sessions)
+		if !ok {
+			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "unauthenticated")
+			writeError(w, http.StatusUnauthorized, codecRefusedCaller, "a bearer token or a session from "+SignInPath+" is required")
+			return
+		}
+		opts.Logger.DebugContext(r.Context(), "codec request", "path", r.URL.Path, "token", name)
+		codec.ServeHTTP(w, r)
+	})
+	return mux
+}
+
+// codecCaller returns who calls: the bearer token's name, or the session cookie's.
+func codecCaller(r *http.Request, authenticate func(string) (string, bool), sessions sessionSigner) (string, bool) {
+	if secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && authenticate != nil {
+		return authenticate(secret)
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return sessions.verify(c.Value)
+	}
+	return "", false
+}
+
+// corsAllowed sets the CORS headers for origin and reports whether the request may go
+// on: one without an Origin header is not a browser's cross-origin call.
+func corsAllowed(w http.ResponseWriter, r *http.Request, origin string) bool {
+	got := r.Header.Get("Origin")
+	if got == "" {
+		return r.Method != http.MethodOptions
+	}
+	if origin == "" || got != origin {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Allow-Credentials", "true")
+	h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, X-Namespace, Authorization")
+	h.Set("Access-Control-Max-Age", "600")
+	h.Add("Vary", "Origin")
+	return true
+}
+
+// originOf returns scheme://host of a URL, or "" for none.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if raw == "" || err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
