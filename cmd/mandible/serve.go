@@ -27,6 +27,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
 	"github.com/mantis-deploy/mantis/internal/sse"
 	"github.com/mantis-deploy/mantis/internal/temporalclient"
@@ -185,7 +186,12 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			"exchanges", len(topo.Exchanges), "queues", len(topo.Queues), "bindings", topo.Bindings)
 	}
 
-	grpcServer, err := newGRPCServer(cfg.GRPC, logger)
+	idMetrics := identity.NewMetrics(registry)
+	var guard *identity.Guard // no identities on a plaintext development link
+	if !cfg.GRPC.Insecure {
+		guard = grpcapi.NewGuard(logger, idMetrics)
+	}
+	grpcServer, err := newGRPCServer(cfg.GRPC, logger, guard)
 	if err != nil {
 		return err
 	}
@@ -196,6 +202,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		Logger:           logger,
 		HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 		ReplicaID:        cfg.ReplicaID,
+		Guard:            guard,
 	})
 
 	tokens, err := newTokenSource(cfg.HTTP, logger)
@@ -263,6 +270,10 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	})
 	g.Go(func() error { return tokens.Run(gctx) })
 	g.Go(func() error { return hub.Run(gctx) })
+	g.Go(func() error {
+		identity.WatchExpiry(gctx, logger, idMetrics, cfg.GRPC.CertPath, cfg.Queue.ClientCertPath)
+		return nil
+	})
 	g.Go(func() error { return events.Run(gctx) })
 	g.Go(func() error {
 		return workers.NewMonitor(workers.MonitorOptions{
@@ -300,8 +311,9 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 }
 
 // newGRPCServer builds the server Thorax connects to: mutual TLS, accepting only client
-// certificates signed by the configured CA, unless grpc.insecure is set for development.
-func newGRPCServer(cfg config.Listener, logger *slog.Logger) (*grpc.Server, error) {
+// certificates signed by the configured CA and, through guard, of the thorax role,
+// unless grpc.insecure is set for development.
+func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Guard) (*grpc.Server, error) {
 	if cfg.Insecure {
 		logger.Warn("gRPC is serving plaintext without client authentication (grpc.insecure = true): development only")
 		return grpc.NewServer(), nil
@@ -310,7 +322,7 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger) (*grpc.Server, erro
 	if err != nil {
 		return nil, fmt.Errorf("grpc TLS: %w", err)
 	}
-	return grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsCfg))), nil
+	return grpc.NewServer(append(grpcapi.ServerOptions(guard), grpc.Creds(credentials.NewTLS(tlsCfg)))...), nil
 }
 
 // testHooks builds the activity hooks of the hidden --test-pause-after-claim flag: the

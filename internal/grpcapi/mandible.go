@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
@@ -45,6 +47,13 @@ type MandibleService struct {
 	HeartbeatTimeout time.Duration
 	// ReplicaID names this replica in the heartbeats it records.
 	ReplicaID string
+	// Guard admits callers by role (NewGuard) and refuses a call naming an
+	// instance registered by another certificate; nil on a plaintext
+	// development server, where there are no identities.
+	Guard *identity.Guard
+
+	// bound caches instance id -> certificate name; a binding never changes.
+	bound sync.Map
 }
 
 // invalid is an INVALID_ARGUMENT error naming the field.
@@ -94,6 +103,9 @@ func (s *MandibleService) RegisterInstance(ctx context.Context, req *mantisv1.Re
 	if err != nil {
 		return nil, s.toStatus(ctx, "RegisterInstance", err)
 	}
+	if err := s.bindInstance(ctx, id); err != nil {
+		return nil, s.toStatus(ctx, "RegisterInstance", err)
+	}
 	s.Logger.InfoContext(ctx, "registered thorax instance", "instance_id", id, "name", name)
 	return &mantisv1.RegisterInstanceResponse{InstanceId: id.String(), HeartbeatTimeout: durationpb.New(s.HeartbeatTimeout)}, nil
 }
@@ -102,6 +114,9 @@ func (s *MandibleService) RegisterInstance(ctx context.Context, req *mantisv1.Re
 func (s *MandibleService) Heartbeat(ctx context.Context, req *mantisv1.HeartbeatRequest) (*mantisv1.HeartbeatResponse, error) {
 	id, err := parseID("instance_id", req.GetInstanceId())
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeInstance(ctx, id); err != nil {
 		return nil, err
 	}
 	reply, err := schema.Heartbeat(ctx, s.DB, schema.HeartbeatRequest{
@@ -121,6 +136,9 @@ func (s *MandibleService) Heartbeat(ctx context.Context, req *mantisv1.Heartbeat
 func (s *MandibleService) FetchPendingCommands(ctx context.Context, req *mantisv1.FetchPendingCommandsRequest) (*mantisv1.FetchPendingCommandsResponse, error) {
 	id, err := parseID("instance_id", req.GetInstanceId())
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeInstance(ctx, id); err != nil {
 		return nil, err
 	}
 	n := req.GetMaxCommands()
@@ -178,6 +196,9 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	if err != nil {
 		return nil, err
 	}
+	if err := s.authorizeInstance(ctx, id); err != nil {
+		return nil, err
+	}
 	cmd, err := parseID("command_id", req.GetCommandId())
 	if err != nil {
 		return nil, err
@@ -233,6 +254,9 @@ func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.
 	if err != nil {
 		return nil, err
 	}
+	if err := s.authorizeInstance(ctx, id); err != nil {
+		return nil, err
+	}
 	cmd, err := parseID("command_id", req.GetCommandId())
 	if err != nil {
 		return nil, err
@@ -270,6 +294,9 @@ func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.
 func (s *MandibleService) ReleaseCommands(ctx context.Context, req *mantisv1.ReleaseCommandsRequest) (*mantisv1.ReleaseCommandsResponse, error) {
 	id, err := parseID("instance_id", req.GetInstanceId())
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeInstance(ctx, id); err != nil {
 		return nil, err
 	}
 	leases := make([]schema.CommandLease, 0, len(req.GetCommands()))

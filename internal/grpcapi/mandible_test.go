@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -34,6 +36,8 @@ type bundle struct {
 	client mantisv1.MandibleServiceClient
 	addr   string
 	certs  devcerts.Bundle
+	// registry holds the guard's refusal counter.
+	registry *prometheus.Registry
 }
 
 func setup(t *testing.T) bundle {
@@ -45,14 +49,16 @@ func setup(t *testing.T) bundle {
 	cert, key := certs.Pair("mandible")
 	serverTLS, err := tlsconf.Server(tlsconf.Files{CA: certs.CACert(), Cert: cert, Key: key})
 	require.NoError(t, err)
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)))
-	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour})
+	registry := prometheus.NewRegistry()
+	guard := grpcapi.NewGuard(testLogger(), identity.NewMetrics(registry))
+	srv := grpc.NewServer(append(grpcapi.ServerOptions(guard), grpc.Creds(credentials.NewTLS(serverTLS)))...)
+	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour, Guard: guard})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 
-	b := bundle{ctx: ctx, pool: pool, addr: lis.Addr().String(), certs: certs}
+	b := bundle{ctx: ctx, pool: pool, addr: lis.Addr().String(), certs: certs, registry: registry}
 	tc, tk := certs.Pair("thorax")
 	conn := b.dial(t, tlsconf.Files{CA: certs.CACert(), Cert: tc, Key: tk})
 	b.client = mantisv1.NewMandibleServiceClient(conn)

@@ -134,6 +134,9 @@ const (
 // RefuseBinding logs, counts and returns the PermissionDenied refusal of a call
 // whose caller id may not act for what it names; msg says both names.
 func (g *Guard) RefuseBinding(ctx context.Context, binding string, id ID, msg string) error {
+	if g == nil {
+		return status.Error(codes.PermissionDenied, msg)
+	}
 	g.logger().WarnContext(ctx, "refused call for what it names",
 		"link", g.Link, "binding", binding, "identity", id.String(), "reason", msg)
 	g.Metrics.refused(g.Link, binding, presentedOther)

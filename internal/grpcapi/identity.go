@@ -1,0 +1,77 @@
+package grpcapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+
+	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// NewGuard returns the guard of MandibleService's server: only the thorax role
+// may call it. Serve with its ServerOptions and set it as MandibleService.Guard,
+// so that instance bindings are refused, logged and counted the same way.
+func NewGuard(logger *slog.Logger, metrics *identity.Metrics) *identity.Guard {
+	return &identity.Guard{
+		Link: identity.LinkMandibleGRPC, Allow: []identity.Role{identity.RoleThorax},
+		Logger: logger, Metrics: metrics,
+	}
+}
+
+// ServerOptions returns the options of a server whose guard is g; none for nil,
+// a plaintext development server.
+func ServerOptions(g *identity.Guard) []grpc.ServerOption {
+	if g == nil {
+		return nil
+	}
+	return g.ServerOptions()
+}
+
+// bindInstance records that the caller's certificate registered instance. A
+// call without identity (grpc.insecure) binds nothing.
+func (s *MandibleService) bindInstance(ctx context.Context, instance uuid.UUID) error {
+	caller, ok := identity.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	if err := schema.BindInstanceCertificate(ctx, s.DB, instance, caller.Name); err != nil {
+		return err
+	}
+	s.bound.Store(instance, caller.Name)
+	return nil
+}
+
+// authorizeInstance refuses a call naming instance unless it comes from the
+// certificate name that registered it. Bindings never change, so they are
+// cached. Without identities (grpc.insecure) every call is admitted; an unknown
+// instance is left to the call itself, which says so.
+func (s *MandibleService) authorizeInstance(ctx context.Context, instance uuid.UUID) error {
+	caller, ok := identity.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	owner, cached := s.bound.Load(instance)
+	if !cached {
+		name, err := schema.InstanceCertificate(ctx, s.DB, instance)
+		if errors.Is(err, schema.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return s.toStatus(ctx, "authorizing the instance", err)
+		}
+		owner, _ = s.bound.LoadOrStore(instance, name)
+	}
+	if owner == caller.Name {
+		return nil
+	}
+	msg := fmt.Sprintf("instance %s belongs to certificate thorax/%s, certificate presents %s", instance, owner, caller)
+	if owner == "" {
+		msg = fmt.Sprintf("instance %s was registered without a certificate, certificate presents %s", instance, caller)
+	}
+	return s.Guard.RefuseBinding(ctx, identity.BindingInstance, caller, msg)
+}
