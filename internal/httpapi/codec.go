@@ -37,8 +37,8 @@ type CodecOptions struct {
 	SessionKey []byte
 	// SessionTTL bounds a session (DefaultSessionTTL when zero).
 	SessionTTL time.Duration
-	// Secure marks the cookie Secure (and SameSite=None, for a UI on another site):
-	// set it when the API is served over TLS.
+	// Secure marks the cookie Secure (and SameSite=None, for a UI on another site);
+	// a sign-in that arrives over TLS gets such a cookie anyway.
 	Secure bool
 	Logger *slog.Logger
 	// Now is the clock (time.Now when nil).

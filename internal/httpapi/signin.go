@@ -89,9 +89,10 @@ func signInHandler(opts CodecOptions, sessions sessionSigner) http.HandlerFunc {
 				return
 			}
 			value, expires := sessions.issue(name)
+			secure := opts.Secure || r.TLS != nil
 			cookie := &http.Cookie{Name: SessionCookie, Value: value, Path: "/", Expires: expires,
-				HttpOnly: true, Secure: opts.Secure, SameSite: http.SameSiteLaxMode}
-			if opts.Secure {
+				HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
+			if secure {
 				cookie.SameSite = http.SameSiteNoneMode // the UI may live on another site; CORS guards the origin
 			}
 			http.SetCookie(w, cookie)

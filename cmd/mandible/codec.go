@@ -1,0 +1,34 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/mantis-deploy/mantis/internal/apitoken"
+	"github.com/mantis-deploy/mantis/internal/codec"
+	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/httpapi"
+)
+
+// withCodecEndpoint serves the payload codec's endpoint and its sign-in page next to
+// api, when payloads are encrypted; api alone otherwise.
+func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, keys *apitoken.Keyring, logger *slog.Logger) http.Handler {
+	if c == nil {
+		return api
+	}
+	endpoint := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
+		Codec: c,
+		Authenticate: func(secret string) (string, bool) {
+			t, ok := keys.Lookup(secret)
+			return t.Name, ok
+		},
+		UIURL:      cfg.Temporal.UIURL,
+		SessionKey: c.DeriveKey("codec endpoint sessions"),
+		Logger:     logger,
+	})
+	mux := http.NewServeMux()
+	mux.Handle(httpapi.CodecPrefix+"/", endpoint)
+	mux.Handle(httpapi.SignInPath, endpoint)
+	mux.Handle("/", api)
+	return mux
+}
