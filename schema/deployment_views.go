@@ -13,17 +13,19 @@ import (
 
 // DeploymentView is a deployment as the API shows it.
 type DeploymentView struct {
-	ID             uuid.UUID       `json:"id"`
-	Name           string          `json:"name"`
-	Priority       string          `json:"priority"`
-	Status         string          `json:"status"`
-	IdempotencyKey *string         `json:"idempotency_key,omitempty"`
-	Error          *string         `json:"error,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	StartedAt      *time.Time      `json:"started_at,omitempty"`
-	FinishedAt     *time.Time      `json:"finished_at,omitempty"`
-	Spec           json.RawMessage `json:"spec,omitempty"`
-	Steps          []StepView      `json:"steps,omitempty"`
+	ID             uuid.UUID `json:"id"`
+	Name           string    `json:"name"`
+	Priority       string    `json:"priority"`
+	Status         string    `json:"status"`
+	IdempotencyKey *string   `json:"idempotency_key,omitempty"`
+	// CreatedBy names the API token that created the deployment.
+	CreatedBy  *string         `json:"created_by,omitempty"`
+	Error      *string         `json:"error,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	StartedAt  *time.Time      `json:"started_at,omitempty"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	Spec       json.RawMessage `json:"spec,omitempty"`
+	Steps      []StepView      `json:"steps,omitempty"`
 }
 
 // StepView is a step with its per-target results.
@@ -76,9 +78,9 @@ type AnalysisView struct {
 func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, error) {
 	var d DeploymentView
 	err := db.QueryRow(ctx, `
-		SELECT id, name, priority, status, idempotency_key, error, created_at, started_at, finished_at, spec
+		SELECT id, name, priority, status, idempotency_key, created_by, error, created_at, started_at, finished_at, spec
 		FROM deployments WHERE id = $1`, id).
-		Scan(&d.ID, &d.Name, &d.Priority, &d.Status, &d.IdempotencyKey, &d.Error, &d.CreatedAt, &d.StartedAt, &d.FinishedAt, &d.Spec)
+		Scan(&d.ID, &d.Name, &d.Priority, &d.Status, &d.IdempotencyKey, &d.CreatedBy, &d.Error, &d.CreatedAt, &d.StartedAt, &d.FinishedAt, &d.Spec)
 	if err != nil {
 		return DeploymentView{}, notFound(err)
 	}
@@ -192,7 +194,7 @@ func ListDeployments(ctx context.Context, db DB, f DeploymentFilter) ([]Deployme
 		limit = 50
 	}
 	rows, err := db.Query(ctx, `
-		SELECT id, name, priority, status, idempotency_key, error, created_at, started_at, finished_at
+		SELECT id, name, priority, status, idempotency_key, created_by, error, created_at, started_at, finished_at
 		FROM deployments
 		WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR status = ANY($1))
 		  AND ($2 = '' OR name = $2)
@@ -206,7 +208,7 @@ func ListDeployments(ctx context.Context, db DB, f DeploymentFilter) ([]Deployme
 	out := []DeploymentView{}
 	for rows.Next() {
 		var d DeploymentView
-		if err := rows.Scan(&d.ID, &d.Name, &d.Priority, &d.Status, &d.IdempotencyKey, &d.Error, &d.CreatedAt, &d.StartedAt, &d.FinishedAt); err != nil {
+		if err := rows.Scan(&d.ID, &d.Name, &d.Priority, &d.Status, &d.IdempotencyKey, &d.CreatedBy, &d.Error, &d.CreatedAt, &d.StartedAt, &d.FinishedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, d)

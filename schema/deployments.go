@@ -30,6 +30,8 @@ type NewDeployment struct {
 	Spec           json.RawMessage
 	IdempotencyKey string
 	MaxParallel    int
+	// CreatedBy names the API token that created it; empty for none.
+	CreatedBy string
 }
 
 // CreateDeployment records a pending deployment. When its idempotency key or id
@@ -44,10 +46,10 @@ func CreateDeployment(ctx context.Context, db DB, d NewDeployment) (id uuid.UUID
 		maxParallel = &d.MaxParallel
 	}
 	err = db.QueryRow(ctx, `
-		INSERT INTO deployments (id, name, priority, spec, idempotency_key, max_parallel)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO deployments (id, name, priority, spec, idempotency_key, max_parallel, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
 		ON CONFLICT DO NOTHING
-		RETURNING id`, d.ID, d.Name, d.Priority, d.Spec, key, maxParallel).Scan(&id)
+		RETURNING id`, d.ID, d.Name, d.Priority, d.Spec, key, maxParallel, d.CreatedBy).Scan(&id)
 	if err == nil {
 		return id, true, nil
 	}
@@ -121,8 +123,8 @@ type StepRecord struct {
 }
 
 // StartDeployment records the steps and the resolved targets and marks the deployment
-// running, with a deployment.started event, in one transaction. Calling it again
-// changes nothing.
+// running, with a deployment.started event (whose actor is the token that created
+// it), in one transaction. Calling it again changes nothing.
 func StartDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, steps []StepRecord, targets []string) error {
 	return inTx(ctx, db, func(tx pgx.Tx) error {
 		if _, err := RecordDeploymentTargets(ctx, tx, id, targets); err != nil {
@@ -136,14 +138,20 @@ func StartDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, steps []S
 				return fmt.Errorf("recording step %d: %w", i, err)
 			}
 		}
-		tag, err := tx.Exec(ctx, `UPDATE deployments SET status = 'running', started_at = now() WHERE id = $1 AND status = 'pending'`, id)
+		var createdBy *string
+		err := tx.QueryRow(ctx, `UPDATE deployments SET status = 'running', started_at = now() WHERE id = $1 AND status = 'pending'
+			RETURNING created_by`, id).Scan(&createdBy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("starting deployment: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
-			return nil
+		data := map[string]any{"targets": targets, "steps": len(steps)}
+		if createdBy != nil {
+			data[EventActor] = *createdBy
 		}
-		return InsertEvent(ctx, tx, &id, "deployment.started", map[string]any{"targets": targets, "steps": len(steps)})
+		return InsertEvent(ctx, tx, &id, "deployment.started", data)
 	})
 }
 
@@ -325,6 +333,18 @@ func CancelDeploymentWork(ctx context.Context, db TxBeginner, id uuid.UUID) (int
 		return err
 	})
 	return n, err
+}
+
+// EventActor is the key of an event's data that names the API token behind it.
+const EventActor = "actor"
+
+// EventCancelRequested is the event of a cancel asked for through the API; the
+// deployment.cancelled event follows once the workflow has stopped its work.
+const EventCancelRequested = "deployment.cancel_requested"
+
+// RecordCancelRequest records that actor asked to cancel deployment id.
+func RecordCancelRequest(ctx context.Context, db DB, id uuid.UUID, actor string) error {
+	return InsertEvent(ctx, db, &id, EventCancelRequested, map[string]any{EventActor: actor})
 }
 
 func inTx(ctx context.Context, db TxBeginner, f func(pgx.Tx) error) error {

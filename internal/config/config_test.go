@@ -140,7 +140,7 @@ func TestDefaultsValidateWhereTheyShould(t *testing.T) {
 		"grpc.ca_cert_path: required unless grpc.insecure = true",
 		"grpc.cert_path: required unless grpc.insecure = true",
 		"grpc.key_path: required unless grpc.insecure = true",
-		"http.tokens: at least one token is required",
+		"http.token_file: required (or the deprecated http.tokens)",
 	}, problems(t, config.DefaultMandible().Validate()))
 
 	require.Equal(t, []string{
@@ -193,7 +193,7 @@ func TestEachProblemNamesItsKey(t *testing.T) {
 		{func(c *config.Mandible) { c.Temporal.Address = "temporal" }, `temporal.address: must be host:port, got "temporal"`},
 		{func(c *config.Mandible) { c.Temporal.Namespace = "" }, "temporal.namespace: required"},
 		{func(c *config.Mandible) { c.HTTP.Listen = "" }, "http.listen: required"},
-		{func(c *config.Mandible) { c.HTTP.Tokens = nil }, "http.tokens: at least one token is required"},
+		{func(c *config.Mandible) { c.HTTP.Tokens = nil }, "http.token_file: required (or the deprecated http.tokens)"},
 		{func(c *config.Mandible) { c.HTTP.Tokens = []string{token, "short"} }, "http.tokens: token 2 must be at least 16 characters, got 5"},
 		{func(c *config.Mandible) { c.HTTP.MaxBodyBytes = -1 }, "http.max_body_bytes: must be positive, got -1"},
 		{func(c *config.Mandible) { c.GRPC.Listen = "9090" }, `grpc.listen: must be host:port, got "9090"`},
@@ -647,7 +647,7 @@ func TestDeployExamples(t *testing.T) {
 	require.Equal(t, config.DefaultMandible().Temporal, m.Temporal)
 
 	_, err = config.LoadMandible("../../deploy/mandible.toml", nil)
-	require.Equal(t, []string{"http.tokens: at least one token is required"}, problems(t, err))
+	require.Equal(t, []string{"http.token_file: required (or the deprecated http.tokens)"}, problems(t, err))
 
 	th, err := config.LoadThorax("../../deploy/thorax.toml", nil)
 	require.NoError(t, err)

@@ -39,23 +39,6 @@ func (d Database) GoString() string { return render(d) }
 // LogValue returns the section with the URL's password redacted.
 func (d Database) LogValue() slog.Value { return logValue(d) }
 
-// HTTP is the JSON API and SSE server.
-type HTTP struct {
-	Listen string `toml:"listen"`
-	// Tokens are the bearer tokens the API accepts.
-	Tokens       []string `toml:"tokens" secret:"true"`
-	MaxBodyBytes int64    `toml:"max_body_bytes"`
-}
-
-// String returns the section with the tokens redacted.
-func (h HTTP) String() string { return render(h) }
-
-// GoString is String, so that %#v does not print secrets either.
-func (h HTTP) GoString() string { return render(h) }
-
-// LogValue returns the section with the tokens redacted.
-func (h HTTP) LogValue() slog.Value { return logValue(h) }
-
 // Dispatch tunes the claim loop over pending_dispatch_requests.
 type Dispatch struct {
 	// PollInterval is the fallback tick; a new request wakes replicas at once.
@@ -164,16 +147,7 @@ func (c Mandible) Validate() error {
 
 	c.Temporal.validate(&p)
 
-	p.listenAddress("http.listen", c.HTTP.Listen)
-	if len(c.HTTP.Tokens) == 0 {
-		p.add("http.tokens", "at least one token is required")
-	}
-	for i, tok := range c.HTTP.Tokens {
-		if len(tok) < 16 {
-			p.add("http.tokens", "token %d must be at least 16 characters, got %d", i+1, len(tok))
-		}
-	}
-	p.positive("http.max_body_bytes", c.HTTP.MaxBodyBytes)
+	c.HTTP.validate(&p)
 
 	c.GRPC.validate(&p, "grpc")
 	c.Queue.validate(&p)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,22 +87,4 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool
 		return false
 	}
 	return true
-}
-
-// requireToken wraps h so that it answers 401 unless the request carries one of the
-// configured bearer tokens.
-func requireToken(tokens []string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if ok {
-			for _, t := range tokens {
-				if subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1 {
-					h.ServeHTTP(w, r)
-					return
-				}
-			}
-		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mantis"`)
-		writeError(w, http.StatusUnauthorized, "unauthenticated", "missing or unknown bearer token")
-	})
 }

@@ -20,6 +20,10 @@ import (
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
+// MemoCreatedBy is the key of a deployment workflow's memo that names the API token
+// that created it, so that the Temporal Web UI shows who started each deployment.
+const MemoCreatedBy = "created_by"
+
 // createdDeployment is the answer to POST /api/v1/deployments.
 type createdDeployment struct {
 	ID      uuid.UUID         `json:"id"`
@@ -75,6 +79,7 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 	}
 	id, created, err := schema.CreateDeployment(r.Context(), s.db, schema.NewDeployment{
 		ID: uuid.Must(uuid.NewV7()), Name: d.Name, Priority: d.Priority, Spec: stored, IdempotencyKey: d.IdempotencyKey, MaxParallel: d.MaxParallel,
+		CreatedBy: actor(r),
 	})
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
@@ -89,6 +94,7 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:            fmt.Sprintf("Deployment %s (%s priority)", d.Name, d.Priority),
+		Memo:                     map[string]any{MemoCreatedBy: actor(r)},
 	}, workflows.DeploymentWorkflowType, d)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {
@@ -99,6 +105,9 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
+	}
+	if created {
+		s.logger.InfoContext(r.Context(), "deployment created", "deployment_id", id, "actor", actor(r))
 	}
 	code := http.StatusAccepted
 	if !created {
@@ -220,5 +229,10 @@ func (s *server) cancelDeployment(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if err := schema.RecordCancelRequest(r.Context(), s.db, id, actor(r)); err != nil {
+		writeServerError(w, r, s.logger, err)
+		return
+	}
+	s.logger.InfoContext(r.Context(), "deployment cancel requested", "deployment_id", id, "actor", actor(r))
 	writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "status": "cancelling", "links": s.links(id)})
 }

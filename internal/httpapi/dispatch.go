@@ -68,6 +68,7 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		writeServerError(w, r, s.logger, err)
 		return
 	}
+	s.logger.InfoContext(r.Context(), "dispatch requests enqueued", "requests", len(out), "actor", actor(r))
 	writeJSON(w, http.StatusAccepted, map[string]any{"requests": out})
 }
 

@@ -49,14 +49,6 @@ type DLQPurgeResult struct {
 	Purged int `json:"purged"`
 }
 
-// routeDLQ serves the DLQ tools under /api/v1/dlq on mux: list, requeue and
-// purge, all through Mandible so that clients need no broker access.
-func (s *server) routeDLQ(mux *http.ServeMux, d DLQ) {
-	mux.HandleFunc("GET /api/v1/dlq", s.listDLQ(d))
-	mux.HandleFunc("POST /api/v1/dlq/requeue", s.requeueDLQ(d))
-	mux.HandleFunc("POST /api/v1/dlq/purge", s.purgeDLQ(d))
-}
-
 // withDLQ answers 503 when Mandible runs without a broker.
 func withDLQ(d DLQ, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -119,7 +111,7 @@ func (s *server) requeueDLQ(d DLQ) http.HandlerFunc {
 		}
 		n, err := d.Requeue(r.Context(), body.To, body.Limit)
 		if n > 0 {
-			s.logger.InfoContext(r.Context(), "requeued dead-lettered messages", "to", broker.CommandQueue(body.To), "messages", n)
+			s.logger.InfoContext(r.Context(), "requeued dead-lettered messages", "to", broker.CommandQueue(body.To), "messages", n, "actor", actor(r))
 		}
 		if err != nil {
 			s.writeBrokerError(w, r, fmt.Sprintf("requeueing from %s (%d moved before the failure)", broker.DeadLetterQ, n), err)
@@ -146,7 +138,7 @@ func (s *server) purgeDLQ(d DLQ) http.HandlerFunc {
 			s.writeBrokerError(w, r, "purging "+broker.DeadLetterQ, err)
 			return
 		}
-		s.logger.WarnContext(r.Context(), "purged the dead-letter queue", "queue", broker.DeadLetterQ, "messages", n)
+		s.logger.WarnContext(r.Context(), "purged the dead-letter queue", "queue", broker.DeadLetterQ, "messages", n, "actor", actor(r))
 		writeJSON(w, http.StatusOK, DLQPurgeResult{Purged: n})
 	})
 }

@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/testenv"
@@ -31,8 +32,8 @@ func serveDLQ(t *testing.T, d DLQ) string {
 	t.Helper()
 	s := &server{logger: slog.New(slog.DiscardHandler), maxBody: 1 << 20}
 	mux := http.NewServeMux()
-	s.routeDLQ(mux, d)
-	srv := httptest.NewServer(requireToken([]string{dlqToken}, mux))
+	s.routeAPI(mux, d)
+	srv := httptest.NewServer(Authenticate(apitoken.NewKeyring(apitoken.Legacy([]string{dlqToken})), mux))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
+	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -29,7 +30,10 @@ type Options struct {
 	Checks   map[string]Check
 	Registry *prometheus.Registry
 	DB       *pgxpool.Pool
-	// Tokens are the bearer tokens /api/v1 accepts.
+	// Keyring holds the bearer tokens /api/v1 and /sse accept, each with its scope.
+	Keyring *apitoken.Keyring
+	// Tokens are the deprecated flat list of tokens, each accepted as admin; used
+	// only when Keyring is nil.
 	Tokens []string
 	// MaxBodyBytes caps request bodies (default 1 MiB).
 	MaxBodyBytes int64
@@ -83,27 +87,43 @@ func New(opts Options) http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
 	}
 
-	api := http.NewServeMux()
-	api.HandleFunc("POST /api/v1/dispatch-requests", s.enqueueDispatchRequests)
-	api.HandleFunc("GET /api/v1/dispatch-requests", s.listDispatchRequests)
-	api.HandleFunc("GET /api/v1/targets", s.listTargets)
-	api.HandleFunc("POST /api/v1/targets", s.registerTarget)
-	api.HandleFunc("DELETE /api/v1/targets/{name}", s.deregisterTarget)
-	s.routeDLQ(api, opts.DLQ)
-	if s.temporal != nil {
-		api.HandleFunc("POST /api/v1/deployments", s.createDeployment)
-		api.HandleFunc("POST /api/v1/deployments/{id}/cancel", s.cancelDeployment)
+	keys := opts.Keyring
+	if keys == nil {
+		keys = apitoken.NewKeyring(apitoken.Legacy(opts.Tokens))
 	}
-	api.HandleFunc("GET /api/v1/deployments", s.listDeployments)
-	api.HandleFunc("GET /api/v1/deployments/{id}", s.getDeployment)
+	api := http.NewServeMux()
+	s.routeAPI(api, opts.DLQ)
+	mux.Handle("/api/", Authenticate(keys, api))
+	if opts.Events != nil {
+		mux.Handle("/sse/", Authenticate(keys, needs(apitoken.ScopeRead, opts.Events)))
+	}
+	return mux
+}
+
+// routeAPI serves /api/v1 on api, each route behind the scope it needs: reads need
+// read; deployments, their cancel and dispatch requests need deploy; the DLQ and
+// target registration need admin.
+func (s *server) routeAPI(api *http.ServeMux, dlq DLQ) {
+	route := func(pattern string, need apitoken.Scope, h http.HandlerFunc) {
+		api.Handle(pattern, needs(need, h))
+	}
+	route("POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests)
+	route("GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests)
+	route("GET /api/v1/targets", apitoken.ScopeRead, s.listTargets)
+	route("POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget)
+	route("DELETE /api/v1/targets/{name}", apitoken.ScopeAdmin, s.deregisterTarget)
+	route("GET /api/v1/dlq", apitoken.ScopeAdmin, s.listDLQ(dlq))
+	route("POST /api/v1/dlq/requeue", apitoken.ScopeAdmin, s.requeueDLQ(dlq))
+	route("POST /api/v1/dlq/purge", apitoken.ScopeAdmin, s.purgeDLQ(dlq))
+	if s.temporal != nil {
+		route("POST /api/v1/deployments", apitoken.ScopeDeploy, s.createDeployment)
+		route("POST /api/v1/deployments/{id}/cancel", apitoken.ScopeDeploy, s.cancelDeployment)
+	}
+	route("GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments)
+	route("GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	mux.Handle("/api/", requireToken(opts.Tokens, api))
-	if opts.Events != nil {
-		mux.Handle("/sse/", requireToken(opts.Tokens, opts.Events))
-	}
-	return mux
 }
 
 // readyHandler runs every check concurrently with a bound and answers 503 naming the

@@ -30,6 +30,7 @@ func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
+	s.logger.InfoContext(r.Context(), "target registered", "target", t.Name, "mode", t.Mode, "actor", actor(r))
 	writeJSON(w, http.StatusOK, t)
 }
 
@@ -56,5 +57,6 @@ func (s *server) deregisterTarget(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
+	s.logger.InfoContext(r.Context(), "target deregistered", "target", name, "actor", actor(r))
 	w.WriteHeader(http.StatusNoContent)
 }

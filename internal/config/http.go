@@ -1,0 +1,77 @@
+package config
+
+import (
+	"log/slog"
+	"net"
+)
+
+// HTTP is the JSON API and SSE server.
+type HTTP struct {
+	Listen string `toml:"listen"`
+	// CertPath and KeyPath are the server's TLS pair; with both set the API is
+	// served over HTTPS only.
+	CertPath string `toml:"cert_path"`
+	KeyPath  string `toml:"key_path"`
+	// AllowPlaintext permits plain HTTP on a listen address that is not loopback.
+	// Unsafe: bearer tokens and everything the API returns cross the network in
+	// clear. Plain HTTP on loopback needs no switch.
+	AllowPlaintext bool `toml:"allow_plaintext"`
+	// TokenFile holds the accepted tokens as {name, scope, sha256} entries (TOML or
+	// JSON); Mandible re-reads it on SIGHUP.
+	TokenFile string `toml:"token_file"`
+	// Tokens are the deprecated flat list of bearer tokens, each accepted with the
+	// admin scope. Use TokenFile instead.
+	Tokens       []string `toml:"tokens" secret:"true"`
+	MaxBodyBytes int64    `toml:"max_body_bytes"`
+}
+
+// TLS reports whether the API is served over HTTPS.
+func (h HTTP) TLS() bool { return h.CertPath != "" || h.KeyPath != "" }
+
+// String returns the section with the tokens redacted.
+func (h HTTP) String() string { return render(h) }
+
+// GoString is String, so that %#v does not print secrets either.
+func (h HTTP) GoString() string { return render(h) }
+
+// LogValue returns the section with the tokens redacted.
+func (h HTTP) LogValue() slog.Value { return logValue(h) }
+
+// minTokenLength is the shortest legacy http.tokens entry accepted.
+const minTokenLength = 16
+
+func (h HTTP) validate(p *problems) {
+	p.listenAddress("http.listen", h.Listen)
+	if len(h.Tokens) == 0 && h.TokenFile == "" {
+		p.add("http.token_file", "required (or the deprecated http.tokens)")
+	}
+	for i, tok := range h.Tokens {
+		if len(tok) < minTokenLength {
+			p.add("http.tokens", "token %d must be at least %d characters, got %d", i+1, minTokenLength, len(tok))
+		}
+	}
+	p.positive("http.max_body_bytes", h.MaxBodyBytes)
+	switch {
+	case h.CertPath == "" && h.KeyPath != "":
+		p.add("http.cert_path", "required when http.key_path is set")
+	case h.CertPath != "" && h.KeyPath == "":
+		p.add("http.key_path", "required when http.cert_path is set")
+	case !h.TLS() && !h.AllowPlaintext && h.Listen != "" && !loopback(h.Listen):
+		p.add("http.listen", "plain HTTP on %q, which is not a loopback address: set http.cert_path and http.key_path, "+
+			"or http.allow_plaintext = true (unsafe: tokens cross the network in clear)", h.Listen)
+	}
+}
+
+// loopback reports whether a listen address is on a loopback interface only.
+// An empty host (":8080") listens on every interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/mantis-deploy/mantis/internal/apitoken"
+)
+
+// Error codes of refused calls.
+const (
+	// CodeUnauthenticated answers 401: no bearer token, or one the keyring does not hold.
+	CodeUnauthenticated = "unauthenticated"
+	// CodeForbidden answers 403: a known token whose scope does not cover the call.
+	CodeForbidden = "forbidden"
+)
+
+type tokenKey struct{}
+
+// TokenFrom returns the token that authenticated the request, as Authenticate
+// stored it in the request's context.
+func TokenFrom(ctx context.Context) (apitoken.Token, bool) {
+	t, ok := ctx.Value(tokenKey{}).(apitoken.Token)
+	return t, ok
+}
+
+// WithToken returns ctx carrying t, as Authenticate does (for callers that
+// authenticate otherwise, a session cookie say).
+func WithToken(ctx context.Context, t apitoken.Token) context.Context {
+	return context.WithValue(ctx, tokenKey{}, t)
+}
+
+// actor is the name of the token that made the request, recorded on what it writes.
+func actor(r *http.Request) string {
+	t, _ := TokenFrom(r.Context())
+	return t.Name
+}
+
+// Authenticate wraps h so that it answers 401 unless the request carries a bearer
+// token the keyring holds; h finds the token with TokenFrom.
+func Authenticate(keys *apitoken.Keyring, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if ok {
+			if t, found := keys.Lookup(secret); found {
+				h.ServeHTTP(w, r.WithContext(WithToken(r.Context(), t)))
+				return
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mantis"`)
+		writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "missing or unknown bearer token")
+	})
+}
+
+// needs wraps h so that it answers 403, naming the scope needed and the one held,
+// unless the authenticated token's scope covers need.
+func needs(need apitoken.Scope, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, ok := TokenFrom(r.Context())
+		if !ok || !t.Scope.Covers(need) {
+			writeError(w, http.StatusForbidden, CodeForbidden,
+				fmt.Sprintf("%s %s needs scope %s; token %q holds scope %s", r.Method, r.URL.Path, need, t.Name, t.Scope))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
