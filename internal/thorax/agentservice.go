@@ -3,6 +3,8 @@ package thorax
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -63,6 +66,27 @@ type agentService struct {
 	t *Thorax
 }
 
+// newAgentGuard returns the guard of the agents server: only the agent role may
+// call it.
+func newAgentGuard(logger *slog.Logger, metrics *identity.Metrics) *identity.Guard {
+	return &identity.Guard{
+		Link: identity.LinkThoraxAgents, Allow: []identity.Role{identity.RoleAgent},
+		Logger: logger, Metrics: metrics,
+	}
+}
+
+// authorizeTarget refuses a call for a target other than the caller's own: an
+// agent's certificate names its target, and it polls and reports for that
+// target only. Without identities (agents.insecure) every target is admitted.
+func (s *agentService) authorizeTarget(ctx context.Context, target string) error {
+	caller, ok := identity.FromContext(ctx)
+	if !ok || caller.Name == target {
+		return nil
+	}
+	return s.t.agentGuard.RefuseBinding(ctx, identity.BindingTarget, caller,
+		fmt.Sprintf("target %s requires certificate agent/%s, certificate presents %s", echo(target), target, caller))
+}
+
 // PollCommands answers with the target's queued commands as soon as there
 // are any, or empty after wait (capped at 60 s). A draining instance answers
 // UNAVAILABLE at once, so the agent backs off and polls again, reaching
@@ -71,6 +95,9 @@ type agentService struct {
 // fetch, so its commands are claimed without waiting for the polling tick.
 func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollCommandsRequest) (*mantisv1.PollCommandsResponse, error) {
 	if err := checkTarget(req.GetTarget()); err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTarget(ctx, req.GetTarget()); err != nil {
 		return nil, err
 	}
 	if n := req.GetMaxCommands(); n < 1 || n > maxPollCommands {
@@ -138,6 +165,9 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 // for the same answer.
 func (s *agentService) ReportResult(ctx context.Context, req *mantisv1.ReportResultRequest) (*mantisv1.ReportResultResponse, error) {
 	if err := checkReport(req); err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTarget(ctx, req.GetTarget()); err != nil {
 		return nil, err
 	}
 	boundResult(req.GetResult())

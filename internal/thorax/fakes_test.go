@@ -23,6 +23,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -410,11 +411,25 @@ func (f *fixture) startAgent(t *testing.T, agent *fakeAgent) string {
 	return serve(t, f.certs, "agent", func(s *grpc.Server) { mantisv1.RegisterAgentServiceServer(s, agent) })
 }
 
-// pollClient connects to the instance's agents server as a poll-mode agent
-// presenting the "agent" pair.
+// pollClient connects to the instance's agents server as the poll-mode agent of
+// target web-poll, presenting a pair issued for agent/web-poll.
 func (f *fixture) pollClient(t *testing.T, r *running) mantisv1.ThoraxServiceClient {
 	t.Helper()
-	cert, key := f.certs.Pair("agent")
+	return f.pollClientFor(t, r, "web-poll")
+}
+
+// pollClientFor connects as the poll-mode agent of target.
+func (f *fixture) pollClientFor(t *testing.T, r *running, target string) mantisv1.ThoraxServiceClient {
+	t.Helper()
+	return f.clientAs(t, r, identity.RoleAgent, target)
+}
+
+// clientAs connects to the instance's agents server presenting a pair issued
+// for role and name.
+func (f *fixture) clientAs(t *testing.T, r *running, role identity.Role, name string) mantisv1.ThoraxServiceClient {
+	t.Helper()
+	cert, key, err := f.certs.Issue(role, name, nil)
+	require.NoError(t, err)
 	return thoraxClient(t, r.AgentsAddr(), tlsconf.Files{CA: f.certs.CACert(), Cert: cert, Key: key})
 }
 

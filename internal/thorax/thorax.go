@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -89,6 +91,11 @@ type Thorax struct {
 	mandibleCreds credentials.TransportCredentials
 	agentCreds    credentials.TransportCredentials
 	serverOpts    []grpc.ServerOption
+	// agentGuard admits only the agent role to the agents server; nil with
+	// agents.insecure, where there are no identities.
+	agentGuard *identity.Guard
+	registry   *prometheus.Registry
+	idMetrics  *identity.Metrics
 
 	book   *book
 	agents *agentConns
@@ -140,7 +147,9 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		sweepInterval:   sweepInterval,
 		registerBackoff: backoff.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second},
 		retryBackoff:    backoff.Backoff{Min: 200 * time.Millisecond, Max: 10 * time.Second},
+		registry:        prometheus.NewRegistry(),
 	}
+	t.idMetrics = identity.NewMetrics(t.registry)
 	if cfg.Mandible.Insecure {
 		t.mandibleCreds = insecure.NewCredentials()
 	} else {
@@ -162,7 +171,9 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 			return nil, fmt.Errorf("agents TLS: %w", err)
 		}
 		t.agentCreds = credentials.NewTLS(client)
+		t.agentGuard = newAgentGuard(logger, t.idMetrics)
 		t.serverOpts = append(t.serverOpts, grpc.Creds(credentials.NewTLS(server)))
+		t.serverOpts = append(t.serverOpts, t.agentGuard.ServerOptions()...)
 	}
 	if cfg.Queue.Enabled {
 		q := cfg.Queue
@@ -177,6 +188,11 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 func tlsFiles(c config.TLS) tlsconf.Files {
 	return tlsconf.Files{CA: c.CACertPath, Cert: c.CertPath, Key: c.KeyPath}
 }
+
+// Registry returns the instance's metrics: the refusals of its agents server and
+// the expiry of its own certificates. Thorax serves no /metrics endpoint yet; a
+// caller that serves one registers this registry with it.
+func (t *Thorax) Registry() *prometheus.Registry { return t.registry }
 
 // Ready is closed once the agents server listens and Mandible has issued the
 // instance its id.
@@ -254,6 +270,8 @@ func (t *Thorax) Run(ctx context.Context) error {
 	t.agentsAddr = ln.Addr().String()
 	t.work = work
 	t.mu.Unlock()
+
+	go identity.WatchExpiry(work, logger, t.idMetrics, t.cfg.Agents.TLS.CertPath, t.cfg.Mandible.TLS.CertPath)
 
 	serveErr := make(chan error, 1)
 	go func() {

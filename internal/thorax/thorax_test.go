@@ -121,7 +121,7 @@ func TestPollCommandIsLongPolledAndItsReportedResultStored(t *testing.T) {
 	require.Equal(t, commandID("cmd-poll"), got.resp.GetCommands()[0].GetId())
 
 	// Another target's agent may not report it.
-	_, err := client.ReportResult(t.Context(), &mantisv1.ReportResultRequest{
+	_, err := f.pollClientFor(t, th, "db-poll").ReportResult(t.Context(), &mantisv1.ReportResultRequest{
 		Target: "db-poll", CommandId: commandID("cmd-poll"), Result: &mantisv1.CommandResult{ExitCode: 0},
 	})
 	require.Equal(t, codes.FailedPrecondition, status.Code(err), "%v", err)
@@ -292,7 +292,7 @@ func TestDrainHandsBackUnhandedCommandsWaitsForRunningOnesAndStops(t *testing.T)
 	// An agent is waiting in a long poll when the drain starts.
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := client.PollCommands(t.Context(), poll("idle-poll", 1, 50*time.Second))
+		_, err := f.pollClientFor(t, th, "idle-poll").PollCommands(t.Context(), poll("idle-poll", 1, 50*time.Second))
 		waiting <- err
 	}()
 	require.Eventually(t, func() bool {
