@@ -212,7 +212,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	events := sse.NewBroker(sse.BrokerOptions{DB: pool, Logger: logger})
 	httpServer := &http.Server{
 		Addr: cfg.HTTP.Listen,
-		Handler: httpapi.New(httpapi.Options{
+		Handler: withCodecEndpoint(httpapi.New(httpapi.Options{
 			Logger:           logger,
 			Registry:         registry,
 			DB:               pool,
@@ -226,7 +226,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			Namespace:        cfg.Temporal.Namespace,
 			TemporalUIURL:    cfg.Temporal.UIURL,
 			DeploymentQueue:  cfg.Temporal.DeploymentTaskQueue,
-		}),
+		}), cfg, payloadCodec, tokens.keys, logger),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	httpListener, err := listenHTTP(cfg.HTTP, logger)
