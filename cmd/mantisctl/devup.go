@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/devstack"
+	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -23,6 +25,8 @@ import (
 const (
 	devHTTPAddr = "127.0.0.1:8080"
 	devGRPCAddr = "127.0.0.1:9090"
+	// devCodecKeyFile is the payload codec's keyring in the stack directory (mode 0600).
+	devCodecKeyFile = "codec.keys"
 	// devThoraxAgentsAddr is where Thorax serves poll-mode agents.
 	devThoraxAgentsAddr = "127.0.0.1:9190"
 	// devListenAgentAddr is where the listen-mode agent serves Thorax.
@@ -59,6 +63,7 @@ func devUp(ctx context.Context, dir string) error {
 	logger := devLogger()
 	opts := allServers(dir)
 	opts.Ports = devstack.DefaultPorts()
+	opts.UICodecEndpoint = "http://" + devHTTPAddr + httpapi.CodecPrefix
 	if err := devstack.Install(ctx, logger, opts); err != nil {
 		return err
 	}
@@ -146,6 +151,12 @@ func siblingBinary(name string) (string, error) {
 func writeMandibleConfig(stack *devstack.Stack, token string) (string, error) {
 	e := stack.Env
 	mandibleCert, mandibleKey := stack.Certs.Pair("mandible")
+	// The local stack encrypts Temporal payloads; the key stays across runs so that
+	// earlier histories stay readable.
+	codecKeys := filepath.Join(stack.Dir(), devCodecKeyFile)
+	if _, err := codec.WriteKeyFile(codecKeys, "local-1"); err != nil {
+		return "", err
+	}
 	conf := fmt.Sprintf(`# Written by mantisctl dev up for the local stack.
 replica_id = "local-1"
 
@@ -156,6 +167,7 @@ url = %q
 address = %q
 namespace = %q
 ui_url = %q
+codec_key_file = %q
 
 [http]
 listen = %q
@@ -177,7 +189,7 @@ vhost = %q
 ca_cert_path = %q
 client_cert_path = %q
 client_key_path = %q
-`, e["DATABASE_URL"], e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"], e["TEMPORAL_UI_URL"], devHTTPAddr, token,
+`, e["DATABASE_URL"], e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"], e["TEMPORAL_UI_URL"], codecKeys, devHTTPAddr, token,
 		devGRPCAddr, stack.Certs.CACert(), mandibleCert, mandibleKey,
 		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["RABBITMQ_USER"], e["RABBITMQ_PASSWORD"], e["MANTIS_AMQP_VHOST"],
 		stack.Certs.CACert(), e["MANTIS_CLIENT_CERT"], e["MANTIS_CLIENT_KEY"])

@@ -55,7 +55,10 @@ type Options struct {
 	Postgres  bool
 	RabbitMQ  bool
 	Temporal  bool
-	Logger    *slog.Logger
+	// UICodecEndpoint, when set, is the remote codec the Temporal Web UI decodes
+	// payloads with (Mandible's /codec).
+	UICodecEndpoint string
+	Logger          *slog.Logger
 }
 
 // Stack is a running set of servers.

@@ -83,6 +83,9 @@ func (s *Stack) startTemporal(ctx context.Context, dir string, ports temporalPor
 		// round trip: the dispatcher's claim and delivery are such activities.
 		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
 	}
+	if s.opts.UICodecEndpoint != "" {
+		args = append(args, "--ui-codec-endpoint", s.opts.UICodecEndpoint)
+	}
 	p, err := startProcess(s.logger, processSpec{
 		Name: "temporal", Path: bin, Args: args, Dir: dir,
 		LogPath: filepath.Join(s.opts.Dir, "logs", "temporal.log"),
