@@ -303,6 +303,9 @@ func pollUntilDone(ctx context.Context, c *apiclient.Client, id string) (string,
 // wrote is printed through safetext.Terminal.
 func printDeploymentSummary(out io.Writer, d schema.DeploymentView) {
 	fmt.Fprintf(out, "\ndeployment %s %s\n", d.Name, strings.ToUpper(d.Status))
+	if d.CreatedBy != nil {
+		fmt.Fprintf(out, "  created by %s\n", safetext.Terminal(*d.CreatedBy))
+	}
 	if d.Error != nil {
 		fmt.Fprintf(out, "  %s\n", safetext.Terminal(*d.Error))
 	}

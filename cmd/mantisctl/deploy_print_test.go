@@ -44,3 +44,12 @@ func requireTerminalSafe(t *testing.T, s string) {
 	}
 	require.False(t, strings.ContainsRune(s, 0))
 }
+
+// `mantisctl get` names the token that created the deployment.
+func TestSummaryNamesWhoCreatedTheDeployment(t *testing.T) {
+	t.Parallel()
+	by := "ci"
+	var out bytes.Buffer
+	printDeploymentSummary(&out, schema.DeploymentView{Name: "release", Status: "running", CreatedBy: &by})
+	require.Contains(t, out.String(), "created by ci")
+}

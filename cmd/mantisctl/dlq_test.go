@@ -93,7 +93,7 @@ func runDLQ(t *testing.T, url, in string, args ...string) (string, error) {
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetIn(strings.NewReader(in))
-	root.SetArgs(append(append([]string{"dlq"}, args...), "--server", url, "--token", apiToken, "--client-config", ""))
+	root.SetArgs(append(append([]string{"dlq"}, args...), "--server", url, "--token-file", tokenFile(t), "--client-config", ""))
 	err := root.ExecuteContext(context.Background())
 	return out.String(), err
 }

@@ -40,6 +40,6 @@ func newRootCommand() *cobra.Command {
 	flags.register(root)
 	root.AddCommand(newDevCommand(), newRequestsCommand(&flags), newTargetsCommand(&flags),
 		newDeployCommand(&flags), newWatchCommand(&flags), newRunCommand(&flags), newGetCommand(&flags),
-		newListCommand(&flags), newCancelCommand(&flags), newDLQCommand(&flags))
+		newListCommand(&flags), newCancelCommand(&flags), newDLQCommand(&flags), newTokenCommand())
 	return root
 }

@@ -20,7 +20,7 @@ func TestRequestsPrintsReasonsSafelyForATerminal(t *testing.T) {
 	pool := testenv.MigratedPool(t)
 	srv := httptest.NewServer(httpapi.New(httpapi.Options{DB: pool, Tokens: []string{apiToken}, HeartbeatTimeout: time.Hour}))
 	t.Cleanup(srv.Close)
-	common := []string{"--server", srv.URL, "--token", apiToken, "--client-config", ""}
+	common := []string{"--server", srv.URL, "--token-file", tokenFile(t), "--client-config", ""}
 	_, err := runCLI(t, append([]string{"targets", "register", "web-1", "--mode", "poll"}, common...)...)
 	require.NoError(t, err)
 	c, err := (&clientFlags{server: srv.URL, token: apiToken, output: "text"}).client()

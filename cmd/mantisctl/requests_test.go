@@ -41,7 +41,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 
 func TestRequestsShowsStateAndReason(t *testing.T) {
 	url := apiServer(t)
-	common := []string{"--server", url, "--token", apiToken, "--client-config", ""}
+	common := []string{"--server", url, "--token-file", tokenFile(t), "--client-config", ""}
 	_, err := runCLI(t, append([]string{"targets", "register", "web-1", "--mode", "poll", "--label", "role=web"}, common...)...)
 	require.NoError(t, err)
 
@@ -76,7 +76,7 @@ func TestClientCommandsNeedAToken(t *testing.T) {
 
 func TestClientReportsAPIErrorsByField(t *testing.T) {
 	url := apiServer(t)
-	_, err := runCLI(t, "targets", "register", "bad name", "--mode", "listen", "--server", url, "--token", apiToken, "--client-config", "")
+	_, err := runCLI(t, "targets", "register", "bad name", "--mode", "listen", "--server", url, "--token-file", tokenFile(t), "--client-config", "")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "name: must match")
 	require.Contains(t, err.Error(), "address: required for listen-mode targets")

@@ -25,8 +25,8 @@ func runDLQCLI(t *testing.T, r *replica, stdin string, args ...string) (string, 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testenv.Binary(t, "mantisctl"),
-		append(args, "--server", "http://"+r.HTTPAddr, "--token", "test-token-0123456789abcdef", "--client-config", "")...)
-	cmd.Env = append(os.Environ(), "MANTIS_API_URL=", "MANTIS_API_TOKEN=")
+		append(args, "--server", "http://"+r.HTTPAddr, "--client-config", "")...)
+	cmd.Env = append(os.Environ(), "MANTIS_API_URL=", "MANTIS_API_TOKEN=test-token-0123456789abcdef")
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
