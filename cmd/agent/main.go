@@ -12,9 +12,11 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/metricsserver"
 )
 
 func main() {
@@ -56,7 +58,7 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 			}
 			logger := slog.New(cfg.Log.Handler(cmd.ErrOrStderr()))
 			logger.InfoContext(cmd.Context(), "agent starting", "config", cfg)
-			if err := agent.Run(cmd.Context(), cfg, logger); err != nil {
+			if err := run(cmd.Context(), cfg, logger); err != nil {
 				return err
 			}
 			logger.InfoContext(cmd.Context(), "agent stopped")
@@ -78,4 +80,19 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 		},
 	})
 	return root
+}
+
+// run runs the agent, and its metrics listener when configured, until ctx ends.
+func run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
+	if !cfg.Metrics.Enabled() {
+		return agent.Run(ctx, cfg, logger)
+	}
+	metrics, err := metricsserver.Listen(cfg.Metrics.Listen, logger)
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return metrics.Run(ctx) })
+	g.Go(func() error { return agent.Run(ctx, cfg, logger) })
+	return g.Wait()
 }

@@ -12,8 +12,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/metricsserver"
 	"github.com/mantis-deploy/mantis/internal/thorax"
 )
 
@@ -76,12 +78,23 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 	return root
 }
 
-// serve runs Thorax until ctx ends (SIGTERM or interrupt), then drains it.
+// serve runs Thorax, and its metrics listener when configured, until ctx ends
+// (SIGTERM or interrupt), then drains it.
 func serve(ctx context.Context, cfg config.Thorax, logger *slog.Logger) error {
 	logger.InfoContext(ctx, "starting thorax", "config", cfg)
 	th, err := thorax.New(cfg, logger)
 	if err != nil {
 		return err
 	}
-	return th.Run(ctx)
+	if !cfg.Metrics.Enabled() {
+		return th.Run(ctx)
+	}
+	metrics, err := metricsserver.Listen(cfg.Metrics.Listen, logger)
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return metrics.Run(ctx) })
+	g.Go(func() error { return th.Run(ctx) })
+	return g.Wait()
 }

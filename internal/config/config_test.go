@@ -406,7 +406,7 @@ port = 1
 `)
 	_, err := config.LoadThorax(path, nil)
 	require.Equal(t, []string{
-		"metrics: unknown key in " + path,
+		"metrics.port: unknown key in " + path,
 		"polling.intervall: unknown key in " + path,
 		"queue.tls: unknown key in " + path,
 	}, problems(t, err))

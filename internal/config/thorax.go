@@ -20,6 +20,8 @@ type Thorax struct {
 	// the TLS Thorax also dials listen-mode agents with.
 	Agents ThoraxAgents `toml:"agents"`
 	Drain  Drain        `toml:"drain"`
+	// Metrics is the opt-in /metrics and /healthz listener.
+	Metrics Metrics `toml:"metrics"`
 }
 
 // ThoraxAgents is the agent link in both directions. Poll-mode agents call
@@ -110,6 +112,7 @@ func (c Thorax) Validate() error {
 	c.Queue.validate(&p)
 	p.positive("polling.max_held_commands", int64(c.Polling.MaxHeldCommands))
 	c.Agents.validate(&p)
+	c.Metrics.validate(&p)
 	p.durations(c)
 	return p.err()
 }

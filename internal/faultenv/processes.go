@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/identity"
 )
 
 // apiTimeout bounds one HTTP API call of the harness.
@@ -135,12 +137,21 @@ kill_grace = "1s"
 stop_timeout = "2s"
 `
 
+// agentPair issues the certificate pair of the agent of target name: Thorax lets an
+// agent poll and report only for the target its certificate names.
+func (c *Cluster) agentPair(name string) (cert, key string) {
+	c.t.Helper()
+	cert, key, err := c.Certs.Issue(identity.RoleAgent, name, nil)
+	require.NoError(c.t, err)
+	return cert, key
+}
+
 // newPollAgent describes poll agent i, calling Thorax th through the agent link.
 func (c *Cluster) newPollAgent(i, th int) *Agent {
 	c.t.Helper()
 	name := fmt.Sprintf("poll-%02d-%s", i, randomHex(3))
 	a := &Agent{Mode: "poll", Thorax: th, JournalDir: filepath.Join(c.Dir, name, "journal")}
-	cert, key := c.Certs.Pair("agent")
+	cert, key := c.agentPair(name)
 	conf := fmt.Sprintf(`name = %q
 mode = "poll"
 [thorax]
@@ -162,7 +173,7 @@ func (c *Cluster) newListenAgent(i int) *Agent {
 	a := &Agent{Mode: "listen", Thorax: -1, JournalDir: filepath.Join(c.Dir, name, "journal")}
 	addr := freeAddr(c.t)
 	c.listenProxy[name] = c.AgentLink.Proxy(c.t, addr)
-	cert, key := c.Certs.Pair("agent")
+	cert, key := c.agentPair(name)
 	conf := fmt.Sprintf(`name = %q
 mode = "listen"
 [listen]

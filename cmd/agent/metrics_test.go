@@ -1,0 +1,73 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// freeAddress returns a local address that was free a moment ago.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := lis.Addr().String()
+	require.NoError(t, lis.Close())
+	return addr
+}
+
+// body fetches url and returns its body, or "" when it does not answer 200.
+func body(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
+}
+
+func TestMetricsListenerServesGoroutinesAndHealthUntilStopped(t *testing.T) {
+	isolateEnv(t)
+	metrics := freeAddress(t)
+	path := writeConfig(t, `
+name = "web-1"
+mode = "listen"
+
+[listen]
+address = "127.0.0.1:0"
+insecure = true
+
+[metrics]
+listen = "`+metrics+`"
+`)
+	out, stop := serve(t, "--config", path)
+	require.Eventually(t, func() bool { return strings.Contains(body("http://"+metrics+"/metrics"), "go_goroutines ") },
+		10*time.Second, 20*time.Millisecond, "log so far:\n%s", out)
+	require.Contains(t, body("http://"+metrics+"/metrics"), "process_open_fds ")
+	require.Equal(t, "ok\n", body("http://"+metrics+"/healthz"))
+
+	require.NoError(t, stop())
+	require.Empty(t, body("http://"+metrics+"/healthz"), "the listener stops with the agent")
+}
+
+func TestMetricsListenerIsOffByDefault(t *testing.T) {
+	isolateEnv(t)
+	out, err := execute(t, "check-config", "--config", writeConfig(t, "name = \"web-1\"\nmode = \"poll\"\n[thorax]\naddress = \"127.0.0.1:1\"\ninsecure = true\n"))
+	require.NoError(t, err)
+	require.Contains(t, out, "[metrics]\n  listen = \"\"")
+}
+
+func TestMetricsListenAddressIsValidated(t *testing.T) {
+	isolateEnv(t)
+	_, err := execute(t, "check-config", "--config", writeConfig(t, "name = \"web-1\"\nmode = \"poll\"\n[thorax]\naddress = \"127.0.0.1:1\"\ninsecure = true\n[metrics]\nlisten = \"nowhere\"\n"))
+	require.Equal(t, []string{`metrics.listen: must be host:port, got "nowhere"`}, problemLines(t, err))
+}

@@ -1,0 +1,79 @@
+// Package metricsserver is the opt-in plain-HTTP listener of Thorax and the agent
+// ([metrics] listen): /metrics with the Prometheus Go and process collectors, and
+// /healthz, which answers 200 while the process serves.
+package metricsserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Paths the listener serves.
+const (
+	MetricsPath = "/metrics"
+	HealthPath  = "/healthz"
+)
+
+// shutdownGrace bounds the listener's stop once its context ends.
+const shutdownGrace = 5 * time.Second
+
+// Server is a bound listener and the registry it exposes.
+type Server struct {
+	// Registry holds the Go and process collectors; a caller may add its own.
+	Registry *prometheus.Registry
+	ln       net.Listener
+	srv      *http.Server
+	logger   *slog.Logger
+}
+
+// Listen binds addr and prepares the handlers; Run serves them.
+func Listen(addr string, logger *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return &Server{
+		Registry: reg,
+		ln:       ln,
+		srv:      &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		logger:   logger,
+	}, nil
+}
+
+// Addr is the bound address (useful when the configured port was 0).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Run serves until ctx ends, then shuts the listener down within a bound.
+func (s *Server) Run(ctx context.Context) error {
+	s.logger.InfoContext(ctx, "serving metrics", "address", s.ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving metrics: %w", err)
+	case <-ctx.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := s.srv.Shutdown(stopCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("stopping the metrics listener: %w", err)
+	}
+	return nil
+}
