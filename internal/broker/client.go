@@ -114,7 +114,7 @@ func (c *Client) DeclareTopology(ctx context.Context) error {
 			ch.Close()
 		}
 	}()
-	return Declare(ch, MantisTopology())
+	return DeclareIn(ch, MantisTopology(), c.cfg.VHost)
 }
 
 // Publish sends nudges persistent to mantis.commands with routing key

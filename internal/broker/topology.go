@@ -6,6 +6,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 )
@@ -107,32 +108,55 @@ func MantisTopology() Topology {
 // with other arguments (a quorum queue, or one a policy converted).
 type PreconditionError struct {
 	Queue string
+	// VHost is the virtual host the queue lives in, named by the recovery steps.
+	VHost string
 	Err   *amqp.Error
 }
 
-// RecoverySteps is the seed's recovery procedure for PRECONDITION_FAILED.
-const RecoverySteps = `The command queues must stay classic: queue arguments are immutable, so a queue that
+// RecoverySteps is the seed's recovery procedure for PRECONDITION_FAILED, for the
+// virtual host vhost.
+func RecoverySteps(vhost string) string {
+	return strings.ReplaceAll(recoverySteps, "{vhost}", shellQuote(vhost))
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/-_.") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+const recoverySteps = `The command queues must stay classic: queue arguments are immutable, so a queue that
 already exists as quorum (or was converted by a policy) cannot be re-declared.
 To recover, remove the policy (or the broker default), delete the three command queues -
 they hold only broker copies: every command is a row in command_queue, which Thorax's
 polling service claims through FetchPendingCommands whether or not a broker message
 ever arrives - and restart Mandible, which re-declares them classic:
 
-  rabbitmqctl -p /mantis clear_policy <policy-name>   # if a policy converted them
+  rabbitmqctl -p {vhost} clear_policy <policy-name>   # if a policy converted them
   for p in high normal low; do
-    rabbitmqctl -p /mantis delete_queue "mantis.commands.priority.$p"
+    rabbitmqctl -p {vhost} delete_queue "mantis.commands.priority.$p"
   done`
 
 func (e *PreconditionError) Error() string {
-	return fmt.Sprintf("declaring queue %s: %s\n%s", e.Queue, e.Err.Error(), RecoverySteps)
+	return fmt.Sprintf("declaring queue %s in vhost %s: %s\n%s", e.Queue, e.VHost, e.Err.Error(), RecoverySteps(e.VHost))
 }
 
 func (e *PreconditionError) Unwrap() error { return e.Err }
 
 // Declare declares t on ch: exchanges, queues with their arguments, bindings. It is
 // idempotent. A queue that exists with other arguments yields *PreconditionError; the
-// channel is closed by the broker then. It never deletes anything.
-func Declare(ch *amqp.Channel, t Topology) error {
+// channel is closed by the broker then. It never deletes anything. The error names
+// the default vhost, /mantis; DeclareIn names another.
+func Declare(ch *amqp.Channel, t Topology) error { return DeclareIn(ch, t, defaultVHost) }
+
+// defaultVHost is the seed's virtual host.
+const defaultVHost = "/mantis"
+
+// DeclareIn is Declare on a channel of the virtual host vhost, which a refusal's
+// recovery steps name.
+func DeclareIn(ch *amqp.Channel, t Topology, vhost string) error {
 	for _, x := range t.Exchanges {
 		if err := ch.ExchangeDeclare(x.Name, x.Kind, true, false, false, false, nil); err != nil {
 			return fmt.Errorf("declaring exchange %s: %w", x.Name, err)
@@ -142,7 +166,7 @@ func Declare(ch *amqp.Channel, t Topology) error {
 		if _, err := ch.QueueDeclare(q.Name, true, false, false, false, q.Args); err != nil {
 			var amqpErr *amqp.Error
 			if errors.As(err, &amqpErr) && amqpErr.Code == amqp.PreconditionFailed {
-				return &PreconditionError{Queue: q.Name, Err: amqpErr}
+				return &PreconditionError{Queue: q.Name, VHost: vhost, Err: amqpErr}
 			}
 			return fmt.Errorf("declaring queue %s: %w", q.Name, err)
 		}

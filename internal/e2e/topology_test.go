@@ -128,7 +128,7 @@ func TestMandibleStopsOnPreconditionFailed(t *testing.T) {
 	log := r.log()
 	require.Contains(t, log, "PRECONDITION_FAILED")
 	require.Contains(t, log, "mantis.commands.priority.high")
-	require.Contains(t, log, `rabbitmqctl -p /mantis delete_queue "mantis.commands.priority.$p"`)
+	require.Contains(t, log, "rabbitmqctl -p "+b.VHost+` delete_queue "mantis.commands.priority.$p"`, "the recovery steps name the configured vhost")
 
 	var q mgmtQueue
 	getJSON(t, b, "/queues/"+url.PathEscape(b.VHost)+"/"+broker.HighQueue, &q)
