@@ -45,6 +45,23 @@ chaos: build ## Run every fault scenario (real server, process and link faults) 
 	MANTIS_CHAOS=all MANTIS_CHAOS_TABLE=$(abspath $(CHAOS_TABLE)) $(GO) test -count=1 -timeout 60m ./internal/chaos/; \
 		status=$$?; cat $(CHAOS_TABLE) 2>/dev/null; exit $$status
 
+.PHONY: fuzz
+# Each native fuzz target, one after another, against servers of its own run (the
+# HTTP and gRPC targets go through real handlers and servers). `go test`, and so
+# `make test`, runs their committed corpora (testdata/fuzz/) without fuzzing.
+FUZZTIME ?= 30s
+FUZZ_TARGETS ?= internal/spec:FuzzParse internal/broker:FuzzDecodeNudge \
+	internal/config:FuzzLoadMandible internal/config:FuzzLoadThorax internal/config:FuzzLoadAgent \
+	internal/sse:FuzzStreamQuery \
+	internal/httpapi:FuzzRegisterTargetBody internal/httpapi:FuzzEnqueueDispatchBody \
+	internal/httpapi:FuzzCreateDeploymentBody internal/httpapi:FuzzDLQRequeueBody internal/httpapi:FuzzDLQPurgeBody \
+	internal/grpcapi:FuzzRegisterInstance internal/grpcapi:FuzzHeartbeat internal/grpcapi:FuzzFetchPendingCommands \
+	internal/grpcapi:FuzzStoreCommandResult internal/grpcapi:FuzzScheduleRedispatch internal/grpcapi:FuzzReleaseCommands \
+	internal/agent:FuzzRunCommand internal/agent:FuzzCancelCommand \
+	internal/thorax:FuzzPollCommands internal/thorax:FuzzReportResult
+fuzz: build ## Run each fuzz target for FUZZTIME (default 30s); FUZZ_TARGETS=pkg:Target... selects.
+	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/fuzz -- env GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz.sh $(FUZZ_TARGETS)
+
 .PHONY: proto
 proto: ## Regenerate the gRPC code from proto/ (needs protoc).
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
