@@ -19,9 +19,11 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/identity"
 )
 
 // grpcStopTimeout bounds the wait for listen-mode calls to answer once their
@@ -40,6 +42,10 @@ func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 	}
 	logger.InfoContext(ctx, "journal open", "journal_dir", journal.Dir(), "unreported_results", len(journal.Pending()))
 	runner := NewRunner(cfg.Exec, journal, logger)
+	// The agent serves no /metrics yet: its identity metrics (refusals, its
+	// certificate's expiry) live in a registry of their own until it does.
+	idMetrics := identity.NewMetrics(prometheus.NewRegistry())
+	go identity.WatchExpiry(ctx, logger, idMetrics, ownCertificate(cfg))
 	switch cfg.Mode {
 	case config.ModePoll:
 		if cfg.Thorax.Insecure {
@@ -52,14 +58,22 @@ func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 		logger.InfoContext(ctx, "polling thorax", "thorax_address", cfg.Thorax.Address, "max_concurrent", cfg.Exec.MaxConcurrent)
 		return p.Run(ctx)
 	case config.ModeListen:
-		return serveListen(ctx, cfg, runner, logger)
+		return serveListen(ctx, cfg, runner, idMetrics, logger)
 	default:
 		return fmt.Errorf("mode %q: must be poll or listen", cfg.Mode)
 	}
 }
 
+// ownCertificate is the path of the certificate the agent presents in its mode.
+func ownCertificate(cfg config.Agent) string {
+	if cfg.Mode == config.ModeListen {
+		return cfg.Listen.CertPath
+	}
+	return cfg.Thorax.CertPath
+}
+
 // serveListen serves AgentService on listen.address until ctx is done.
-func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, logger *slog.Logger) error {
+func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, metrics *identity.Metrics, logger *slog.Logger) error {
 	creds, err := ListenCredentials(cfg.Listen)
 	if err != nil {
 		return err
@@ -71,7 +85,9 @@ func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, logger *
 	if err != nil {
 		return fmt.Errorf("listen.address %s: %w", cfg.Listen.Address, err)
 	}
-	gs := NewGRPCServer(NewServer(runner, logger), creds)
+	srv := NewServer(runner, logger)
+	srv.Metrics = metrics
+	gs := NewGRPCServer(srv, creds)
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(lis) }()
 	logger.InfoContext(ctx, "serving agent service",

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -24,6 +25,9 @@ type Server struct {
 	mantisv1.UnimplementedAgentServiceServer
 	runner *Runner
 	logger *slog.Logger
+	// Metrics counts the calls refused for their caller's role; nil counts
+	// nothing.
+	Metrics *identity.Metrics
 }
 
 // NewServer returns an AgentService that runs commands on runner.
@@ -72,8 +76,9 @@ func (s *Server) CancelCommand(ctx context.Context, req *mantisv1.CancelCommandR
 
 // ListenCredentials returns the transport security of the listen section:
 // mutual TLS that accepts only a client certificate signed by
-// listen.ca_cert_path and naming one of listen.allowed_client_names, or
-// plaintext when listen.insecure is set.
+// listen.ca_cert_path and, when listen.allowed_client_names is set, naming one
+// of them; or plaintext when listen.insecure is set. The role is checked per
+// call (NewGRPCServer).
 func ListenCredentials(cfg config.AgentListen) (credentials.TransportCredentials, error) {
 	if cfg.Insecure {
 		return insecure.NewCredentials(), nil
@@ -82,13 +87,29 @@ func ListenCredentials(cfg config.AgentListen) (credentials.TransportCredentials
 	if err != nil {
 		return nil, err
 	}
-	tlsconf.RequirePeerNames(tc, cfg.AllowedClientNames)
+	if len(cfg.AllowedClientNames) > 0 {
+		tlsconf.RequirePeerNames(tc, cfg.AllowedClientNames)
+	}
 	return credentials.NewTLS(tc), nil
 }
 
-// NewGRPCServer returns a gRPC server that serves srv over creds.
+// insecureProtocol is what plaintext credentials report as their protocol.
+const insecureProtocol = "insecure"
+
+// NewGRPCServer returns a gRPC server that serves srv over creds. Over TLS only
+// the thorax role may call it: another agent's certificate, or a CLI's, is
+// refused with PermissionDenied, logged and counted in srv.Metrics. Plaintext
+// (listen.insecure, development only) has no identities to check.
 func NewGRPCServer(srv *Server, creds credentials.TransportCredentials) *grpc.Server {
-	gs := grpc.NewServer(
+	var guarded []grpc.ServerOption
+	if creds.Info().SecurityProtocol != insecureProtocol {
+		guard := &identity.Guard{
+			Link: identity.LinkListenAgent, Allow: []identity.Role{identity.RoleThorax},
+			Logger: srv.logger, Metrics: srv.Metrics,
+		}
+		guarded = guard.ServerOptions()
+	}
+	gs := grpc.NewServer(append(guarded,
 		grpc.Creds(creds),
 		// A Thorax that vanished without closing its connection is noticed
 		// within a couple of minutes, and the commands it was waiting on are
@@ -96,7 +117,7 @@ func NewGRPCServer(srv *Server, creds credentials.TransportCredentials) *grpc.Se
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		// Thorax may ping its long calls to keep them alive through middleboxes.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	)...)
 	mantisv1.RegisterAgentServiceServer(gs, srv)
 	return gs
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -18,16 +19,19 @@ import (
 	"github.com/mantis-deploy/mantis/internal/agent"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
 // listenSetup is a listen-mode agent serving on loopback with the "agent"
-// pair, accepting only "thorax".
+// pair, accepting only the thorax role.
 type listenSetup struct {
 	certs  devcerts.Bundle
 	addr   string
 	runner *agent.Runner
+	// registry holds the server's refusal counter.
+	registry *prometheus.Registry
 }
 
 func setupListen(t *testing.T, change func(*config.Exec)) listenSetup {
@@ -41,12 +45,15 @@ func setupListen(t *testing.T, change func(*config.Exec)) listenSetup {
 	require.NoError(t, err)
 
 	runner := agent.NewRunner(execConfig(change), openJournal(t, t.TempDir(), nil), testLogger(t))
-	gs := agent.NewGRPCServer(agent.NewServer(runner, testLogger(t)), creds)
+	registry := prometheus.NewRegistry()
+	srv := agent.NewServer(runner, testLogger(t))
+	srv.Metrics = identity.NewMetrics(registry)
+	gs := agent.NewGRPCServer(srv, creds)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
-	return listenSetup{certs: certs, addr: lis.Addr().String(), runner: runner}
+	return listenSetup{certs: certs, addr: lis.Addr().String(), runner: runner, registry: registry}
 }
 
 // dial returns an AgentService client that trusts ca and presents the pair
@@ -114,16 +121,12 @@ func TestListenRefusesEveryoneButThorax(t *testing.T) {
 	require.NoError(t, err)
 	marker := filepath.Join(t.TempDir(), "ran")
 
-	agentCert, agentKey := s.certs.Pair("agent")
-	clientCert, clientKey := s.certs.Pair("client")
 	otherCert, otherKey := other.Pair("thorax")
 	cases := []struct {
 		name, cert, key string
 	}{
 		{"no certificate", "", ""},
 		{"thorax certificate from another CA", otherCert, otherKey},
-		{"agent certificate (wrong name)", agentCert, agentKey},
-		{"client certificate (wrong name)", clientCert, clientKey},
 	}
 	for _, tc := range cases {
 		client, _ := dial(t, s.addr, s.certs.CACert(), tc.cert, tc.key)
@@ -134,6 +137,26 @@ func TestListenRefusesEveryoneButThorax(t *testing.T) {
 		_, err = client.CancelCommand(callCtx(t), &mantisv1.CancelCommandRequest{CommandId: "x"})
 		require.Equal(t, codes.Unavailable, status.Code(err), tc.name)
 	}
+	// Certificates of the CA but of another role pass the handshake and are
+	// refused at each call, naming the role expected and the one presented.
+	web1Cert, web1Key, err := s.certs.Issue(identity.RoleAgent, "web-1", nil)
+	require.NoError(t, err)
+	agentCert, agentKey := s.certs.Pair("agent")
+	clientCert, clientKey := s.certs.Pair("client")
+	for _, tc := range []struct{ presents, cert, key string }{
+		{"agent/web-1", web1Cert, web1Key},
+		{"agent/agent", agentCert, agentKey},
+		{"client/client", clientCert, clientKey},
+	} {
+		client, _ := dial(t, s.addr, s.certs.CACert(), tc.cert, tc.key)
+		_, err := client.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: command("touch " + marker)})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "%s: %v", tc.presents, err)
+		require.Equal(t, "thorax role required, certificate presents "+tc.presents, status.Convert(err).Message())
+		_, err = client.CancelCommand(callCtx(t), &mantisv1.CancelCommandRequest{CommandId: "x"})
+		require.Equal(t, codes.PermissionDenied, status.Code(err), tc.presents)
+	}
+	require.Equal(t, 4.0, refusals(t, s.registry, "agent"))
+	require.Equal(t, 2.0, refusals(t, s.registry, "client"))
 	require.NoFileExists(t, marker, "no refused client ran anything")
 
 	// The server is unharmed: Thorax still gets through.

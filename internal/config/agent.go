@@ -32,8 +32,6 @@ type Agent struct {
 	Exec   Exec        `toml:"exec"`
 	// Journal is where the agent records its runs.
 	Journal AgentJournal `toml:"journal"`
-	// Metrics is the opt-in /metrics and /healthz listener.
-	Metrics Metrics `toml:"metrics"`
 }
 
 // AgentJournal is the agent's run journal: a directory of small files that
@@ -93,10 +91,13 @@ func stateBase() string {
 // and whom it accepts.
 type AgentListen struct {
 	Endpoint
-	// AllowedClientNames are the names a client certificate must carry, as
-	// its CommonName or one of its DNS names, on top of being signed by
-	// ca_cert_path: any other certificate from the same CA (another agent's,
-	// a CLI's) is refused at the handshake.
+	// AllowedClientNames, when set, narrows the Thorax certificates accepted
+	// to those whose name (spiffe://mantis/thorax/<name>, or for a
+	// certificate from before identities its CommonName or a DNS name) is one
+	// of these; others are refused at the handshake. Empty, the default,
+	// accepts every certificate of the thorax role signed by ca_cert_path.
+	// Whatever it says, only the thorax role may call: another agent's or a
+	// CLI's certificate is refused (PermissionDenied).
 	AllowedClientNames []string `toml:"allowed_client_names"`
 }
 
@@ -132,8 +133,7 @@ const MaxOutputLimitBytes = 1 << 20
 // must be configured.
 func DefaultAgent() Agent {
 	return Agent{
-		Log:    defaultLog(),
-		Listen: AgentListen{AllowedClientNames: []string{"thorax"}},
+		Log: defaultLog(),
 		Exec: Exec{
 			MaxConcurrent:    4,
 			DefaultTimeout:   Duration{10 * time.Minute},
@@ -183,7 +183,6 @@ func (c Agent) Validate() error {
 	c.Log.validate(&p)
 	p.positive("exec.max_concurrent", int64(c.Exec.MaxConcurrent))
 	p.positive("exec.output_limit_bytes", int64(c.Exec.OutputLimitBytes))
-	c.Metrics.validate(&p)
 	if c.Exec.OutputLimitBytes > MaxOutputLimitBytes {
 		p.add("exec.output_limit_bytes", "must be at most %d (what Mandible keeps), got %d", MaxOutputLimitBytes, c.Exec.OutputLimitBytes)
 	}
@@ -198,15 +197,8 @@ func (c Agent) Validate() error {
 	return p.err()
 }
 
-// validateNames checks the client names; plaintext has no certificates to
-// check them against, so it needs none.
+// validateNames checks the client names, if any.
 func (l AgentListen) validateNames(p *problems) {
-	if l.Insecure {
-		return
-	}
-	if len(l.AllowedClientNames) == 0 {
-		p.add("listen.allowed_client_names", "at least one name is required unless listen.insecure = true")
-	}
 	for i, n := range l.AllowedClientNames {
 		if n == "" {
 			p.add("listen.allowed_client_names", "name %d is empty", i+1)

@@ -13,14 +13,14 @@ func TestAgentExecAndListenDefaults(t *testing.T) {
 	t.Parallel()
 
 	a := config.DefaultAgent()
-	require.Equal(t, []string{"thorax"}, a.Listen.AllowedClientNames)
+	require.Empty(t, a.Listen.AllowedClientNames, "any certificate of the thorax role by default")
 	require.Equal(t, 5*time.Second, a.Exec.KillGrace.Duration)
 	require.Equal(t, 15*time.Second, a.Exec.StopTimeout.Duration)
 	require.Empty(t, a.Exec.WorkingDir)
 
 	listen, err := config.LoadAgent("../../deploy/agent-listen.toml", nil)
 	require.NoError(t, err)
-	require.Equal(t, config.DefaultAgent().Listen.AllowedClientNames, listen.Listen.AllowedClientNames)
+	require.Empty(t, listen.Listen.AllowedClientNames)
 }
 
 func TestAgentAllowedClientNames(t *testing.T) {
@@ -45,7 +45,6 @@ allowed_client_names = ["thorax-a"]
 		change func(*config.Agent)
 		want   string
 	}{
-		{func(c *config.Agent) { c.Listen.AllowedClientNames = nil }, "listen.allowed_client_names: at least one name is required unless listen.insecure = true"},
 		{func(c *config.Agent) { c.Listen.AllowedClientNames = []string{"thorax", ""} }, "listen.allowed_client_names: name 2 is empty"},
 		{func(c *config.Agent) { c.Exec.WorkingDir = "srv" }, `exec.working_dir: must be an absolute path, got "srv"`},
 		{func(c *config.Agent) { c.Exec.KillGrace.Duration = 0 }, "exec.kill_grace: must be positive, got 0s"},
@@ -57,7 +56,10 @@ allowed_client_names = ["thorax-a"]
 		require.Equal(t, []string{tc.want}, problems(t, c.Validate()))
 	}
 
-	// Plaintext has no certificate to check names against; poll mode serves nothing.
+	// Names are optional: the thorax role is required whatever they say.
+	noNames := validAgent(config.ModeListen)
+	noNames.Listen.AllowedClientNames = nil
+	require.NoError(t, noNames.Validate())
 	insecure := validAgent(config.ModeListen)
 	insecure.Listen.Insecure = true
 	insecure.Listen.AllowedClientNames = nil

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/mantis-deploy/mantis/internal/identity"
 )
 
 // RequirePeerNames makes cfg refuse, at the handshake, a peer whose verified
-// certificate names none of names as its CommonName or one of its DNS names.
+// certificate names none of names: as the name of its identity
+// (spiffe://mantis/<role>/<name>), its CommonName or one of its DNS names.
 // Signature checks stay with cfg (ClientCAs or RootCAs); this narrows who,
 // among the holders of certificates from that CA, may connect. A
 // VerifyConnection cfg already has still runs first.
@@ -25,6 +28,9 @@ func RequirePeerNames(cfg *tls.Config, names []string) {
 			return errors.New("peer certificate: none verified")
 		}
 		leaf := cs.PeerCertificates[0]
+		if id, err := identity.FromCertificate(leaf); err == nil && slices.Contains(allowed, id.Name) {
+			return nil
+		}
 		if slices.Contains(allowed, leaf.Subject.CommonName) {
 			return nil
 		}

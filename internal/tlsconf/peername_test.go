@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 )
 
@@ -52,4 +53,24 @@ func TestRequirePeerNames(t *testing.T) {
 	require.NoError(t, handshake(t, server, client("thorax")))
 	require.ErrorContains(t, handshake(t, server, client("client")), `peer certificate "mantis": names none of ["thorax"]`)
 	require.ErrorContains(t, handshake(t, server, client("agent")), `peer certificate "agent"`)
+}
+
+func TestRequirePeerNamesMatchesIdentityNames(t *testing.T) {
+	t.Parallel()
+	b, err := devcerts.Generate(t.TempDir(), nil)
+	require.NoError(t, err)
+	agentCert, agentKey := b.Pair("agent")
+	server, err := tlsconf.Server(tlsconf.Files{CA: b.CACert(), Cert: agentCert, Key: agentKey})
+	require.NoError(t, err)
+	tlsconf.RequirePeerNames(server, []string{"thorax-1"})
+
+	client := func(name string) *tls.Config {
+		cert, key, err := b.Issue(identity.RoleThorax, name, nil)
+		require.NoError(t, err)
+		cfg, err := tlsconf.Client(tlsconf.Files{CA: b.CACert(), Cert: cert, Key: key}, "localhost")
+		require.NoError(t, err)
+		return cfg
+	}
+	require.NoError(t, handshake(t, server, client("thorax-1")))
+	require.ErrorContains(t, handshake(t, server, client("thorax-2")), `peer certificate "thorax-2": names none of ["thorax-1"]`)
 }
