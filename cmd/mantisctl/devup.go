@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
@@ -38,6 +39,8 @@ const (
 	// and each target reaching it. A previous run's instance may hold the listen
 	// target until Mandible's heartbeat timeout (15 s) declares it dead.
 	devTierTimeout = 60 * time.Second
+	// devTokenName names the local stack's admin API token on what it writes.
+	devTokenName = "local-admin"
 )
 
 func newDevUpCommand() *cobra.Command {
@@ -150,6 +153,11 @@ func siblingBinary(name string) (string, error) {
 
 func writeMandibleConfig(stack *devstack.Stack, token string) (string, error) {
 	e := stack.Env
+	// Mandible keeps only the token's hash; mantisctl reads the token from stack.env.
+	tokenFile, err := writeConfig(stack, "tokens.toml", apitoken.FileLine(devTokenName, apitoken.ScopeAdmin, token))
+	if err != nil {
+		return "", err
+	}
 	mandibleCert, mandibleKey := stack.Certs.Pair("mandible")
 	// The local stack encrypts Temporal payloads; the key stays across runs so that
 	// earlier histories stay readable.
@@ -171,7 +179,7 @@ codec_key_file = %q
 
 [http]
 listen = %q
-tokens = [%q]
+token_file = %q
 
 [grpc]
 listen = %q
@@ -189,9 +197,9 @@ vhost = %q
 ca_cert_path = %q
 client_cert_path = %q
 client_key_path = %q
-`, e["DATABASE_URL"], e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"], e["TEMPORAL_UI_URL"], codecKeys, devHTTPAddr, token,
+`, e["DATABASE_URL"], e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"], e["TEMPORAL_UI_URL"], codecKeys, devHTTPAddr, tokenFile,
 		devGRPCAddr, stack.Certs.CACert(), mandibleCert, mandibleKey,
-		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["RABBITMQ_USER"], e["RABBITMQ_PASSWORD"], e["MANTIS_AMQP_VHOST"],
+		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["MANTIS_AMQP_MANDIBLE_USER"], e["MANTIS_AMQP_MANDIBLE_PASSWORD"], e["MANTIS_AMQP_VHOST"],
 		stack.Certs.CACert(), e["MANTIS_CLIENT_CERT"], e["MANTIS_CLIENT_KEY"])
 	return writeConfig(stack, "mandible.toml", conf)
 }
@@ -359,7 +367,7 @@ key_path = %q
 [drain]
 timeout = "10s"
 `, devThoraxName, devGRPCAddr, ca, cert, key,
-		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["RABBITMQ_USER"], e["RABBITMQ_PASSWORD"], e["MANTIS_AMQP_VHOST"],
+		e["MANTIS_AMQP_HOST"], e["MANTIS_AMQP_PORT"], e["MANTIS_AMQP_THORAX_USER"], e["MANTIS_AMQP_THORAX_PASSWORD"], e["MANTIS_AMQP_VHOST"],
 		ca, e["MANTIS_CLIENT_CERT"], e["MANTIS_CLIENT_KEY"],
 		devThoraxAgentsAddr, ca, cert, key)
 }

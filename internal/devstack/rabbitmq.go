@@ -135,6 +135,9 @@ log.file = false
 			return fmt.Errorf("preparing broker %s: %w", call.path, err)
 		}
 	}
+	if err := s.ensureServiceUsers(ctx, BrokerAdmin{Client: mgmt, API: api, User: brokerUser, Password: password}); err != nil {
+		return err
+	}
 
 	clientCert, clientKey := certs.Pair("client")
 	s.Env["MANTIS_AMQP_URL"] = fmt.Sprintf("amqps://%s:%s@127.0.0.1:%d/%s", brokerUser, url.QueryEscape(password), ports.AMQPS, url.PathEscape(rabbitmqVHost))
@@ -168,11 +171,15 @@ func ManagementClient(caPath string) (*http.Client, error) {
 }
 
 func managementCall(ctx context.Context, c *http.Client, method, url, password string, body []byte) error {
+	return managementCallAs(ctx, c, method, url, brokerUser, password, body)
+}
+
+func managementCallAs(ctx context.Context, c *http.Client, method, url, user, password string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.SetBasicAuth(brokerUser, password)
+	req.SetBasicAuth(user, password)
 	req.Header.Set("content-type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
