@@ -43,14 +43,26 @@ const shutdownGrace = 20 * time.Second
 
 func newLogger(cfg config.Log) *slog.Logger { return slog.New(cfg.Handler(os.Stderr)) }
 
-// openDatabase connects to PostgreSQL, waiting a bounded time for it to accept
-// connections (replicas often start alongside their database).
-func openDatabase(ctx context.Context, cfg config.Database, logger *slog.Logger) (*pgxpool.Pool, error) {
+// applicationNamePrefix starts the application_name each replica's connections
+// carry, so that pg_stat_activity tells the replicas apart.
+const applicationNamePrefix = "mandible "
+
+// applicationName is the application_name of replicaID's connections; PostgreSQL
+// keeps its first 63 bytes.
+func applicationName(replicaID string) string { return applicationNamePrefix + replicaID }
+
+// openDatabase connects to PostgreSQL as appName (unless database.url sets its own
+// application_name), waiting a bounded time for it to accept connections (replicas
+// often start alongside their database).
+func openDatabase(ctx context.Context, cfg config.Database, appName string, logger *slog.Logger) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("database.url: %w", err)
 	}
 	pcfg.MaxConns = int32(cfg.MaxConns)
+	if _, set := pcfg.ConnConfig.RuntimeParams["application_name"]; !set {
+		pcfg.ConnConfig.RuntimeParams["application_name"] = appName
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening database pool: %w", err)
@@ -75,7 +87,7 @@ func openDatabase(ctx context.Context, cfg config.Database, logger *slog.Logger)
 
 func migrate(ctx context.Context, cfg config.Mandible, out io.Writer) error {
 	logger := newLogger(cfg.Log)
-	pool, err := openDatabase(ctx, cfg.Database, logger)
+	pool, err := openDatabase(ctx, cfg.Database, applicationName(cfg.ReplicaID), logger)
 	if err != nil {
 		return err
 	}
@@ -101,7 +113,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	logger := newLogger(cfg.Log)
 	logger.InfoContext(ctx, "starting mandible", "replica_id", cfg.ReplicaID, "config", cfg)
 
-	pool, err := openDatabase(ctx, cfg.Database, logger)
+	pool, err := openDatabase(ctx, cfg.Database, applicationName(cfg.ReplicaID), logger)
 	if err != nil {
 		return err
 	}
