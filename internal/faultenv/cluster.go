@@ -34,6 +34,8 @@ const (
 // Options shapes a cluster; zero fields take the suite's sizes (3, 2, 10, 10).
 type Options struct {
 	Replicas, Thoraxes, PollAgents, ListenAgents int
+	// Metrics gives each Thorax and agent a [metrics] listener (MetricsAddr).
+	Metrics bool
 }
 
 func (o Options) withDefaults() Options {
@@ -59,6 +61,8 @@ type Mandible struct {
 type Thorax struct {
 	*Proc
 	AgentsAddr string
+	// MetricsAddr serves /metrics when Options.Metrics is set.
+	MetricsAddr string
 	// Link carries this instance's gRPC calls to Mandible.
 	Link *Link
 }
@@ -71,6 +75,8 @@ type Agent struct {
 	Thorax int
 	// JournalDir holds its run journal.
 	JournalDir string
+	// MetricsAddr serves /metrics when Options.Metrics is set.
+	MetricsAddr string
 }
 
 // Cluster is a running set of Mantis processes on the fault stack: a database, a
@@ -85,6 +91,7 @@ type Cluster struct {
 	Pool    *pgxpool.Pool
 	Broker  Broker
 	queue   string
+	opts    Options
 
 	Mandibles []*Mandible
 	Thoraxes  []*Thorax
@@ -109,7 +116,7 @@ func StartCluster(t testing.TB, s *Servers, o Options) *Cluster {
 	require.NoError(t, err)
 	c := &Cluster{t: t, Ctx: context.Background(), Dir: dir, Servers: s, Certs: certs,
 		DBURL: s.Database(t), Broker: s.VHost(t), queue: "deployments-" + randomHex(4),
-		AgentLink: NewLink("agent-thorax"), listenProxy: map[string]string{}, LedgerDir: filepath.Join(dir, "ledger")}
+		opts: o, AgentLink: NewLink("agent-thorax"), listenProxy: map[string]string{}, LedgerDir: filepath.Join(dir, "ledger")}
 	require.NoError(t, os.MkdirAll(c.LedgerDir, 0o777))
 	require.NoError(t, os.Chmod(c.LedgerDir, 0o777))
 	c.Pool, err = pgxpool.New(c.Ctx, c.DBURL)

@@ -125,7 +125,7 @@ timeout = "20s"
 `, name, th.Link.Proxy(c.t, mandibles...), c.Certs.CACert(), cert, key,
 		b.Host, b.Port, b.User, b.Password, b.VHost, b.CACert, b.ClientCert, b.Key,
 		th.AgentsAddr, c.Certs.CACert(), cert, key)
-	th.Proc = c.proc(name, "thorax", conf)
+	th.Proc = c.proc(name, "thorax", conf+c.metricsSection(&th.MetricsAddr))
 	return th
 }
 
@@ -162,7 +162,7 @@ key_path = %q
 [journal]
 dir = %q
 `, name, c.AgentLink.Proxy(c.t, c.Thoraxes[th].AgentsAddr), c.Certs.CACert(), cert, key, a.JournalDir) + agentExec
-	a.Proc = c.proc(name, "agent", conf)
+	a.Proc = c.proc(name, "agent", conf+c.metricsSection(&a.MetricsAddr))
 	return a
 }
 
@@ -185,7 +185,7 @@ allowed_client_names = ["thorax"]
 [journal]
 dir = %q
 `, name, addr, c.Certs.CACert(), cert, key, a.JournalDir) + agentExec
-	a.Proc = c.proc(name, "agent", conf)
+	a.Proc = c.proc(name, "agent", conf+c.metricsSection(&a.MetricsAddr))
 	return a
 }
 
@@ -226,4 +226,14 @@ func callAPI(addr, method, path, body string) (int, map[string]any, error) {
 		}
 	}
 	return resp.StatusCode, out, nil
+}
+
+// metricsSection is the [metrics] section of a Thorax or agent when the cluster's
+// Options ask for metrics listeners, storing the address in addr; "" otherwise.
+func (c *Cluster) metricsSection(addr *string) string {
+	if !c.opts.Metrics {
+		return ""
+	}
+	*addr = freeAddr(c.t)
+	return fmt.Sprintf("[metrics]\nlisten = %q\n", *addr)
 }
