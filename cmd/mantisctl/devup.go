@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -445,14 +446,24 @@ func printSummary(stack *devstack.Stack, envPath string, targets []schema.Target
 	}
 	fmt.Fprintf(w, "  Temporal\t%s  namespace %s\n", e["TEMPORAL_ADDRESS"], e["TEMPORAL_NAMESPACE"])
 	fmt.Fprintf(w, "  Temporal Web UI\t%s\n", e["TEMPORAL_UI_URL"])
-	fmt.Fprintf(w, "  PostgreSQL\t%s\n", e["DATABASE_URL"])
-	fmt.Fprintf(w, "  RabbitMQ\tamqps://127.0.0.1:%s vhost %s user %s (client certificate required)\n", e["MANTIS_AMQP_PORT"], e["MANTIS_AMQP_VHOST"], e["RABBITMQ_USER"])
+	fmt.Fprintf(w, "  PostgreSQL\t%s  (role mantis, not a superuser; password in $DATABASE_URL)\n", redactURL(e["DATABASE_URL"]))
+	fmt.Fprintf(w, "  RabbitMQ\tamqps://127.0.0.1:%s vhost %s users %s and %s (client certificate required)\n",
+		e["MANTIS_AMQP_PORT"], e["MANTIS_AMQP_VHOST"], e["MANTIS_AMQP_MANDIBLE_USER"], e["MANTIS_AMQP_THORAX_USER"])
 	fmt.Fprintf(w, "  RabbitMQ management\t%s  (user %s, password in $RABBITMQ_PASSWORD)\n", e["RABBITMQ_MANAGEMENT_URL"], e["RABBITMQ_USER"])
 	fmt.Fprintf(w, "  Logs\t%s\n", filepath.Join(stack.Dir(), "logs"))
 	fmt.Fprintf(w, "\n  Everything above, for scripts:\tsource %s\n", envPath)
 	fmt.Fprintln(w, "  Stop:\tCtrl-C (or SIGTERM); data is kept for the next run.")
 	w.Flush()
 	fmt.Println(b.String())
+}
+
+// redactURL drops the password from a URL printed for people.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // sampleDeployment is the three-step deployment make run submits to the two local

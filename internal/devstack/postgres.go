@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 const (
@@ -41,11 +39,18 @@ func (s *Stack) startPostgres(ctx context.Context, dir string, port int) error {
 	if err := chownTo(dir, postgresUser); err != nil {
 		return err
 	}
+	adminPassword, err := s.secret("postgres-admin-password")
+	if err != nil {
+		return err
+	}
+	password, err := s.secret("postgres-mantis-password")
+	if err != nil {
+		return err
+	}
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
 		s.logger.Info("initialising PostgreSQL cluster", "dir", data)
-		if _, err := runAs(ctx, postgresUser, nil, filepath.Join(bin, "initdb"),
-			"-D", data, "-U", postgresRole, "--auth=trust", "-E", "UTF8", "--locale=C"); err != nil {
-			return fmt.Errorf("initdb: %w", err)
+		if err := initCluster(ctx, bin, dir, data, adminPassword); err != nil {
+			return err
 		}
 	}
 	args := []string{"-D", data, "-p", strconv.Itoa(port),
@@ -65,28 +70,30 @@ func (s *Stack) startPostgres(ctx context.Context, dir string, port int) error {
 		return err
 	}
 	s.track(p)
-	adminURL := fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", postgresRole, port)
+	adminURL := postgresURL(postgresAdmin, adminPassword, port, "postgres")
+	legacy := false
 	err = waitFor(ctx, p, 60*time.Second, func(ctx context.Context) error {
-		conn, err := pgx.Connect(ctx, adminURL)
-		if err != nil {
-			return err
+		err := ensureMantisRole(ctx, adminURL, password)
+		if err != nil && legacyCluster(ctx, port) {
+			legacy = true
+			return nil
 		}
-		defer conn.Close(ctx)
-		var exists bool
-		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, postgresDatabase).Scan(&exists); err != nil {
-			return err
-		}
-		if !exists {
-			if _, err := conn.Exec(ctx, "CREATE DATABASE "+postgresDatabase); err != nil {
-				return err
-			}
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	s.Env["DATABASE_URL"] = fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", postgresRole, port, postgresDatabase)
+	if legacy {
+		// A cluster made before the role lost its rights: its bootstrap superuser is
+		// mantis, which cannot be demoted. It keeps working; recreating it fixes it.
+		s.logger.Warn("this PostgreSQL cluster's mantis role is its superuser and logs in without a password; "+
+			"stop the stack and delete the cluster to recreate it with a restricted role", "dir", data)
+		legacyAdmin := postgresURL(postgresRole, "", port, "postgres")
+		s.Env["DATABASE_URL"] = postgresURL(postgresRole, "", port, postgresDatabase)
+		s.Env["MANTIS_POSTGRES_ADMIN_URL"] = legacyAdmin
+		return nil
+	}
+	s.Env["DATABASE_URL"] = postgresURL(postgresRole, password, port, postgresDatabase)
 	s.Env["MANTIS_POSTGRES_ADMIN_URL"] = adminURL
 	return nil
 }

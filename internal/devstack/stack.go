@@ -176,6 +176,10 @@ func (s *Stack) serverRoot(ctx context.Context) (string, error) {
 func (s *Stack) secret(name string) (string, error) {
 	path := filepath.Join(s.opts.Dir, name)
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		// Secrets stay private, whatever an earlier run or a user made of the mode.
+		if err := os.Chmod(path, 0o600); err != nil {
+			return "", fmt.Errorf("restricting %s to its owner: %w", path, err)
+		}
 		return strings.TrimSpace(string(b)), nil
 	}
 	buf := make([]byte, 18)
