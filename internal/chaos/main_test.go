@@ -100,11 +100,22 @@ const (
 func scenario(t *testing.T, name, fault string, o faultenv.Options, wo faultenv.WorkloadOptions,
 	inject func(sc *scene) (time.Time, faultenv.Rule)) {
 	t.Helper()
+	preparedScenario(t, name, fault, o, wo, nil, inject)
+}
+
+// preparedScenario is scenario with prepare run on the cluster before the workload
+// starts, when nothing has run yet.
+func preparedScenario(t *testing.T, name, fault string, o faultenv.Options, wo faultenv.WorkloadOptions,
+	prepare func(c *faultenv.Cluster), inject func(sc *scene) (time.Time, faultenv.Rule)) {
+	t.Helper()
 	began := time.Now()
 	s := faultStack(t)
 	t.Cleanup(func() { heal(t, s) })
 	c := faultenv.StartCluster(t, s, o)
 	t.Logf("cluster up after %s", time.Since(began).Round(time.Second))
+	if prepare != nil {
+		prepare(c)
+	}
 	sc := &scene{t: t, s: s, c: c, w: c.StartWorkload(wo)}
 	<-time.After(warmUp)
 	faultStart := time.Now()

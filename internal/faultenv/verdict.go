@@ -21,6 +21,13 @@ type Outcome struct {
 	Instances []uuid.UUID
 	// Targets are the names of its targets.
 	Targets []string
+	// Failures are its failed or lost commands.
+	Failures []CommandFailure
+}
+
+// CommandFailure is a command that failed or was lost, on its target, with its error.
+type CommandFailure struct {
+	Target, Error string
 }
 
 // Rule returns "" when an outcome is what the scenario expects, otherwise why not.
@@ -63,6 +70,29 @@ func FailedOnlyOn(target string) Rule {
 			return ""
 		}
 		return fmt.Sprintf("deployment %s %s (%s) though it does not run on %s", o.ID, o.Status, o.Error, target)
+	}
+}
+
+// RefusedOn is the rule of an agent that refuses commands it cannot journal: a
+// deployment may fail only through commands on target refused with an error that
+// contains reason; every other deployment succeeds.
+func RefusedOn(target, reason string) Rule {
+	return func(o Outcome) string {
+		if o.Status == "succeeded" {
+			return ""
+		}
+		refused := false
+		for _, f := range o.Failures {
+			if f.Target != target || !strings.Contains(f.Error, reason) {
+				return fmt.Sprintf("deployment %s %s: a command on %s failed with %q, not refused on %s for %q",
+					o.ID, o.Status, f.Target, f.Error, target, reason)
+			}
+			refused = true
+		}
+		if o.Status != "failed" || !refused {
+			return fmt.Sprintf("deployment %s %s (%s) with no command refused on %s", o.ID, o.Status, o.Error, target)
+		}
+		return ""
 	}
 }
 
@@ -193,7 +223,33 @@ func (c *Cluster) outcomes(ids []string) (map[string]Outcome, error) {
 		}
 		out[o.ID] = o
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, c.addFailures(ids, out)
+}
+
+// addFailures adds to each outcome its failed and lost commands.
+func (c *Cluster) addFailures(ids []string, out map[string]Outcome) error {
+	rows, err := c.Pool.Query(c.Ctx, `
+		SELECT q.deployment_id::text, t.name, coalesce(q.error, '') FROM command_queue q
+		JOIN targets t ON t.id = q.target_id
+		WHERE q.deployment_id::text = ANY($1) AND q.status IN ('failed', 'lost')`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var f CommandFailure
+		if err := rows.Scan(&id, &f.Target, &f.Error); err != nil {
+			return err
+		}
+		o := out[id]
+		o.Failures = append(o.Failures, f)
+		out[id] = o
+	}
+	return rows.Err()
 }
 
 // recovery is the time from faultEnd to the end of the first deployment created after
