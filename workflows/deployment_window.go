@@ -18,8 +18,9 @@ import (
 const advanceMaxWait = 2 * time.Minute
 
 // advanceHeartbeat is how long an AdvanceStep call may go without heartbeating (it
-// heartbeats every couple of seconds) before Temporal retries it elsewhere.
-const advanceHeartbeat = 30 * time.Second
+// heartbeats every couple of seconds) before Temporal retries it elsewhere. A cancel
+// reaches the call with a heartbeat's answer, within most of this.
+const advanceHeartbeat = 10 * time.Second
 
 // A run continues as new once it has scheduled runActivityBudget activities (about six
 // history events each), or once its history passes runMaxEvents events or runMaxBytes
@@ -125,9 +126,12 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 		if budget.spent(ctx) {
 			return sr, errContinueAsNew
 		}
+		// A cancelled deployment waits for the call to stop before it cancels the
+		// step's work: a call still running would record the cancelled commands as
+		// the step failing, or start more targets.
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: advanceMaxWait + time.Minute, HeartbeatTimeout: advanceHeartbeat,
-			RetryPolicy: deploymentRetry(), Summary: summary,
+			WaitForCancellation: true, RetryPolicy: deploymentRetry(), Summary: summary,
 		})
 		budget.activities++
 		var got activities.AdvanceStepResult
