@@ -7,8 +7,9 @@
 set -u
 GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-30s}
-# Minimizing a new input through a real server is slow; a long minimization at the
-# end of FUZZTIME is reported by go test as a failure of its own.
+# go test minimizes each new interesting input for up to 60 s by default, trying
+# nothing new meanwhile, and a minimization still under way when FUZZTIME ends is
+# reported as "context deadline exceeded": keep it short.
 FUZZMINIMIZETIME=${FUZZMINIMIZETIME:-5s}
 failed=""
 for pair in "$@"; do
