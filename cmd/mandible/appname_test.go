@@ -34,7 +34,7 @@ func backendNames(t *testing.T, cfg config.Database, appName string) []string {
 func TestReplicaConnectionsCarryItsApplicationName(t *testing.T) {
 	t.Parallel()
 	cfg := config.Database{URL: testenv.DatabaseURL(t), MaxConns: 2}
-	require.Contains(t, backendNames(t, cfg, applicationName("replica-7")), "mandible replica-7",
+	require.Contains(t, backendNames(t, cfg, config.Mandible{ReplicaID: "replica-7"}.ApplicationName()), "mandible replica-7",
 		"pg_stat_activity tells the replicas apart")
 }
 
@@ -45,7 +45,7 @@ func TestApplicationNameInTheURLWins(t *testing.T) {
 	q := u.Query()
 	q.Set("application_name", "ops-chosen")
 	u.RawQuery = q.Encode()
-	names := backendNames(t, config.Database{URL: u.String(), MaxConns: 2}, applicationName("replica-7"))
+	names := backendNames(t, config.Database{URL: u.String(), MaxConns: 2}, config.Mandible{ReplicaID: "replica-7"}.ApplicationName())
 	require.Contains(t, names, "ops-chosen")
 	require.NotContains(t, names, "mandible replica-7")
 }

@@ -43,14 +43,6 @@ const shutdownGrace = 20 * time.Second
 
 func newLogger(cfg config.Log) *slog.Logger { return slog.New(cfg.Handler(os.Stderr)) }
 
-// applicationNamePrefix starts the application_name each replica's connections
-// carry, so that pg_stat_activity tells the replicas apart.
-const applicationNamePrefix = "mandible "
-
-// applicationName is the application_name of replicaID's connections; PostgreSQL
-// keeps its first 63 bytes.
-func applicationName(replicaID string) string { return applicationNamePrefix + replicaID }
-
 // openDatabase connects to PostgreSQL as appName (unless database.url sets its own
 // application_name), waiting a bounded time for it to accept connections (replicas
 // often start alongside their database).
@@ -87,7 +79,7 @@ func openDatabase(ctx context.Context, cfg config.Database, appName string, logg
 
 func migrate(ctx context.Context, cfg config.Mandible, out io.Writer) error {
 	logger := newLogger(cfg.Log)
-	pool, err := openDatabase(ctx, cfg.Database, applicationName(cfg.ReplicaID), logger)
+	pool, err := openDatabase(ctx, cfg.Database, cfg.ApplicationName(), logger)
 	if err != nil {
 		return err
 	}
@@ -113,7 +105,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	logger := newLogger(cfg.Log)
 	logger.InfoContext(ctx, "starting mandible", "replica_id", cfg.ReplicaID, "config", cfg)
 
-	pool, err := openDatabase(ctx, cfg.Database, applicationName(cfg.ReplicaID), logger)
+	pool, err := openDatabase(ctx, cfg.Database, cfg.ApplicationName(), logger)
 	if err != nil {
 		return err
 	}
