@@ -63,6 +63,11 @@ steps:
 	out, code = mantisctl(t, r, "get", list[0].ID, "-o", "json")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, `"status": "succeeded"`)
+	// The replica's token is the deprecated flat list's first, recorded as legacy-1.
+	require.Contains(t, out, `"created_by": "legacy-1"`)
+	out, code = mantisctl(t, r, "get", list[0].ID)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "created by legacy-1")
 
 	out, code = mantisctl(t, r, "run", "--targets", f.targets[0], "--", "fail", "deploy-tool")
 	require.Equal(t, 1, code, "a failed run exits non-zero:\n%s", out)
