@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -77,7 +78,7 @@ func walk(v reflect.Value, prefix []string, out *[]field) {
 func decodeFile(cfg any, path string) (toml.MetaData, Errors, error) {
 	md, err := toml.DecodeFile(path, cfg)
 	if err != nil {
-		return md, nil, fmt.Errorf("reading config %s: %w", path, err)
+		return md, nil, fmt.Errorf("reading config %s: %w", path, hideSecretValue(cfg, err))
 	}
 	var errs Errors
 	unknown := map[string]bool{}
@@ -98,6 +99,23 @@ func decodeFile(cfg any, path string) (toml.MetaData, Errors, error) {
 		}
 	}
 	return md, errs, nil
+}
+
+// hideSecretValue replaces a parse error about a secret key (queue.password =
+// hunter2, unquoted) by one that does not quote what the parser found there, which
+// would be a piece of the secret.
+func hideSecretValue(cfg any, err error) error {
+	var pe toml.ParseError
+	if !errors.As(err, &pe) || pe.LastKey == "" {
+		return err
+	}
+	for _, f := range fields(reflect.ValueOf(cfg).Elem()) {
+		if f.secret() == "true" && f.key() == pe.LastKey {
+			return fmt.Errorf("toml: line %d (last key %q): the value does not parse (not shown: the key is secret; is it a quoted string?)",
+				pe.Position.Line, pe.LastKey)
+		}
+	}
+	return err
 }
 
 // applyEnv sets every key of cfg (a pointer) whose MANTIS_ variable env

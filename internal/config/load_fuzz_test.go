@@ -6,9 +6,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/config"
@@ -38,7 +40,7 @@ type loader func(path string, env func(string) (string, bool)) (fmt.Stringer, er
 // naming the file; every other refusal is a list of problems each naming its key or
 // variable; secrets given in the environment show neither in a refusal nor in the
 // loaded configuration's String; an accepted configuration validates.
-func fuzzLoad(t *testing.T, load loader, file []byte, envText string) {
+func fuzzLoad(t *testing.T, load loader, secretKeys []string, file []byte, envText string) {
 	path := ""
 	if len(file) > 0 {
 		path = filepath.Join(t.TempDir(), "config.toml")
@@ -53,6 +55,7 @@ func fuzzLoad(t *testing.T, load loader, file []byte, envText string) {
 		if !errors.As(err, &errs) {
 			require.NotEmpty(t, path, "a refusal without a file is not a list of problems: %v", err)
 			require.True(t, strings.HasPrefix(text, "reading config "+path), "a file refusal that does not name the file: %q", text)
+			requireSecretLineHidden(t, err, secretKeys, string(file), path)
 		} else {
 			require.NotEmpty(t, errs)
 			for _, e := range errs {
@@ -73,6 +76,30 @@ func fuzzLoad(t *testing.T, load loader, file []byte, envText string) {
 			}
 		}
 	}
+}
+
+// requireSecretLineHidden checks that a parse error about one of secretKeys quotes
+// nothing of the value written on its line.
+func requireSecretLineHidden(t *testing.T, err error, secretKeys []string, file, path string) {
+	t.Helper()
+	var pe toml.ParseError
+	if !errors.As(err, &pe) || !slices.Contains(secretKeys, pe.LastKey) {
+		return
+	}
+	lines := strings.Split(file, "\n")
+	if pe.Position.Line < 1 || pe.Position.Line > len(lines) {
+		return
+	}
+	_, value, ok := strings.Cut(lines[pe.Position.Line-1], "=")
+	value = strings.Trim(strings.TrimSpace(value), `"'[`)
+	if !ok || len(value) < 6 {
+		return
+	}
+	probe := value[:6]
+	if strings.Contains(path, probe) || strings.Contains(pe.LastKey, probe) || strings.Contains(pe.Message, "incompatible types") {
+		return
+	}
+	require.NotContains(t, err.Error(), probe, "a parse error quotes the value of secret %s", pe.LastKey)
 }
 
 // secretsOf returns the secrets the variable name holds: the password of a URL, or
@@ -120,6 +147,8 @@ var configSeeds = []struct{ file, env string }{
 	{"labels = 3\nunknown = 1\n[nope]\na = 1\n", "MANTIS_EXEC_MAX_CONCURRENT=ten"},
 	{"[log]\nlevel = \"loud\"\n", "MANTIS_LABELS=a=b,=c\nMANTIS_HTTP_TOKENS=short,0123456789abcdef-secret"},
 	{"x = [", "MANTIS_DATABASE_URL=mysql://u:secretpassword@h/db"},
+	{"[queue]\npassword = hunter2secret\n", ""},
+	{"[http]\ntokens = [0123456789abcdef-token]\n", ""},
 	{"", "MANTIS_DATABASE_URL=postgres://u:pa%zzssword@h:99999/db"},
 	{"", "MANTIS_DISPATCH_BATCH_SIZE=99999999999999999999\nMANTIS_HTTP_MAX_BODY_BYTES=-1"},
 	{"", "MANTIS_POLLING_INTERVAL=soon\nMANTIS_MANDIBLE_ADDRESS=:0\nMANTIS_NAME=bad name!"},
@@ -138,7 +167,7 @@ func FuzzLoadMandible(f *testing.F) {
 	f.Fuzz(func(t *testing.T, file []byte, envText string) {
 		fuzzLoad(t, func(path string, env func(string) (string, bool)) (fmt.Stringer, error) {
 			return config.LoadMandible(path, env)
-		}, file, envText)
+		}, []string{"queue.password", "http.tokens", "analysis.model_key", "temporal.api_key"}, file, envText)
 	})
 }
 
@@ -148,7 +177,7 @@ func FuzzLoadThorax(f *testing.F) {
 	f.Fuzz(func(t *testing.T, file []byte, envText string) {
 		fuzzLoad(t, func(path string, env func(string) (string, bool)) (fmt.Stringer, error) {
 			return config.LoadThorax(path, env)
-		}, file, envText)
+		}, []string{"queue.password"}, file, envText)
 	})
 }
 
@@ -158,6 +187,6 @@ func FuzzLoadAgent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, file []byte, envText string) {
 		fuzzLoad(t, func(path string, env func(string) (string, bool)) (fmt.Stringer, error) {
 			return config.LoadAgent(path, env)
-		}, file, envText)
+		}, nil, file, envText)
 	})
 }
