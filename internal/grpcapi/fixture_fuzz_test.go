@@ -77,7 +77,7 @@ func (m *fuzzMandible) heldCommand(t testing.TB) string {
 	return resp.GetCommands()[0].GetId()
 }
 
-// id returns the fixture's value when pick says so, else the fuzzed one, made valid
+// pickID returns the fixture's value when pick says so, else the fuzzed one, made valid
 // UTF-8 as every gRPC client must send.
 func pickID(pick bool, fixture, fuzzed string) string {
 	if pick {
