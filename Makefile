@@ -62,6 +62,22 @@ FUZZ_TARGETS ?= internal/spec:FuzzParse internal/broker:FuzzDecodeNudge \
 fuzz: build ## Run each fuzz target for FUZZTIME (default 30s); FUZZ_TARGETS=pkg:Target... selects.
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/fuzz -- env GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz.sh $(FUZZ_TARGETS)
 
+.PHONY: soak
+# Holds SOAK_RATE dispatch requests/s (`true` on real agents) and a deployment every 2 s
+# through 2 replicas, 2 Thorax instances and 10 agents on servers of its own for
+# SOAK_DURATION, then prints per process and per minute RSS, goroutines, open fds and
+# database connections, the latency per minute, and a verdict per figure; it fails
+# when a figure is not flat. The report is also kept in SOAK_REPORT.
+SOAK_DURATION ?= 10m
+SOAK_RATE     ?= 100
+SOAK_TIMEOUT  ?= 3h
+SOAK_REPORT   ?= $(STACK_DIR)/soak-report.md
+soak: build ## Hold 100 dispatch requests/s for SOAK_DURATION (10m) and check each process stays flat.
+	@mkdir -p $(STACK_DIR); rm -f $(SOAK_REPORT)
+	MANTIS_SOAK_DURATION=$(SOAK_DURATION) MANTIS_SOAK_RATE=$(SOAK_RATE) MANTIS_SOAK_REPORT=$(abspath $(SOAK_REPORT)) \
+		$(GO) test -count=1 -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) ./internal/soak/; \
+		status=$$?; cat $(SOAK_REPORT) 2>/dev/null; exit $$status
+
 .PHONY: proto
 proto: ## Regenerate the gRPC code from proto/ (needs protoc).
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
