@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
+	"github.com/mantis-deploy/mantis/internal/secretenv"
 )
 
 // DispatchConfig tunes the dispatch activities ([dispatch] and [thorax] of mandible.toml).
@@ -47,4 +48,7 @@ type Activities struct {
 	// ClaimClock is shared with the replica's wake-up forwarder.
 	ClaimClock *ClaimClock
 	Hooks      Hooks
+	// Secrets seals the env_secret values of specs started straight from a Temporal
+	// client (the codec keyring); nil refuses such specs.
+	Secrets secretenv.Keyring
 }

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -75,7 +76,13 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	if err != nil {
 		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
 	}
-	raw, err := json.Marshal(in.Spec)
+	// The API seals a spec's secrets before it starts the workflow; a spec started
+	// straight from a Temporal client is sealed here, before it is stored.
+	sealed, err := in.Spec.SealSecrets(secretenv.Sealer(a.Secrets, id.String()))
+	if err != nil {
+		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
+	}
+	raw, err := json.Marshal(sealed)
 	if err != nil {
 		return StartDeploymentResult{}, err
 	}
@@ -155,8 +162,14 @@ func (a *Activities) EnqueueStepTargets(ctx context.Context, in EnqueueStepTarge
 	if err != nil {
 		return err
 	}
+	// A spec started straight from a Temporal client may carry its secrets unsealed.
+	sealed, err := spec.Deployment{Steps: []spec.Step{in.Step}}.SealSecrets(secretenv.Sealer(a.Secrets, id.String()))
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
+	}
+	step := sealed.Steps[0]
 	err = schema.EnqueueStepTargets(ctx, a.DB, id, in.Position, in.Priority, schema.NewStepCommand{
-		Command: in.Step.Command, Timeout: in.Step.TimeoutDuration(), Env: in.Step.Env, WorkingDir: in.Step.WorkingDir,
+		Command: step.Command, Timeout: step.TimeoutDuration(), Env: step.CommandEnv(), WorkingDir: step.WorkingDir,
 	}, in.Targets)
 	var inputErr *schema.InputError
 	if errors.As(err, &inputErr) {

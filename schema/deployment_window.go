@@ -129,7 +129,8 @@ func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int)
 }
 
 // lockStep reads a step and what its commands need, holding the step's row so that
-// overlapping calls for one step take turns.
+// overlapping calls for one step take turns. The step's env_secret joins its env as
+// stored: sealed, opened only when a Thorax fetches the command.
 func lockStep(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (stepState, error) {
 	var (
 		st      stepState
@@ -139,7 +140,8 @@ func lockStep(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (stepS
 	)
 	err := tx.QueryRow(ctx, `
 		SELECT s.status, s.continue_on_error, s.command, s.timeout, d.priority, d.max_parallel,
-		       coalesce(d.spec->'steps'->($2::int)->'env', '{}'::jsonb), d.spec->'steps'->($2::int)->>'working_dir'
+		       coalesce(d.spec->'steps'->($2::int)->'env', '{}'::jsonb) || coalesce(d.spec->'steps'->($2::int)->'env_secret', '{}'::jsonb),
+		       d.spec->'steps'->($2::int)->>'working_dir'
 		FROM deployment_steps s JOIN deployments d ON d.id = s.deployment_id
 		WHERE s.deployment_id = $1 AND s.position = $2
 		FOR UPDATE OF s`, id, position).Scan(&st.status, &st.continueOnError, &st.command.Command, &timeout,

@@ -29,6 +29,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
+	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/sse"
 	"github.com/mantis-deploy/mantis/internal/temporalclient"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
@@ -150,6 +151,11 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		ClaimClock: &activities.ClaimClock{},
 		Hooks:      testHooks(opts.pauseAfterClaim, logger),
 	}
+	var secrets secretenv.Keyring // stays nil (not a nil *codec.Codec) without a keyring
+	if payloadCodec != nil {
+		secrets = payloadCodec
+	}
+	acts.Secrets = secrets
 	checks := map[string]httpapi.Check{
 		"database": func(ctx context.Context) error { return pool.Ping(ctx) },
 		"temporal": func(ctx context.Context) error {
@@ -207,6 +213,8 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 		HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 		ReplicaID:        cfg.ReplicaID,
 		Guard:            guard,
+		Secrets:          secrets,
+		SecretResolver:   secretenv.Resolver{FilesDir: cfg.Secrets.FilesDir},
 	})
 
 	tokens, err := newTokenSource(cfg.HTTP, logger)
@@ -230,6 +238,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			Namespace:        cfg.Temporal.Namespace,
 			TemporalUIURL:    cfg.Temporal.UIURL,
 			DeploymentQueue:  cfg.Temporal.DeploymentTaskQueue,
+			Secrets:          secrets,
 		}), cfg, payloadCodec, tokens.keys, logger),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

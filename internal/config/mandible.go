@@ -21,6 +21,7 @@ type Mandible struct {
 	Dispatch Dispatch     `toml:"dispatch"`
 	Thorax   ThoraxHealth `toml:"thorax"`
 	Analysis Analysis     `toml:"analysis"`
+	Secrets  Secrets      `toml:"secrets"`
 }
 
 // Database is Mandible's PostgreSQL connection.
@@ -146,6 +147,7 @@ func (c Mandible) Validate() error {
 	p.positive("database.max_conns", int64(c.Database.MaxConns))
 
 	c.Temporal.validate(&p)
+	c.Secrets.validate(&p)
 
 	c.HTTP.validate(&p)
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/safetext"
+	"github.com/mantis-deploy/mantis/internal/secretenv"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -51,6 +52,11 @@ type MandibleService struct {
 	// instance registered by another certificate; nil on a plaintext
 	// development server, where there are no identities.
 	Guard *identity.Guard
+	// Secrets opens the sealed env_secret values of the commands Thorax fetches (the
+	// codec keyring); nil fails every command that has one.
+	Secrets secretenv.Keyring
+	// SecretResolver resolves the file: and env: references among them.
+	SecretResolver secretenv.Resolver
 
 	// bound caches instance id -> certificate name; a binding never changes.
 	bound sync.Map
@@ -166,6 +172,7 @@ func (s *MandibleService) FetchPendingCommands(ctx context.Context, req *mantisv
 	if err != nil {
 		return nil, s.toStatus(ctx, "FetchPendingCommands", err)
 	}
+	cmds = s.openSecrets(ctx, id, cmds)
 	resp := &mantisv1.FetchPendingCommandsResponse{Commands: make([]*mantisv1.Command, len(cmds))}
 	for i, c := range cmds {
 		resp.Commands[i] = commandToProto(c)

@@ -62,6 +62,10 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d = d.WithDefaults()
+	if problems := s.secretProblems(d); len(problems) > 0 {
+		writeError(w, http.StatusBadRequest, "invalid_spec", "invalid deployment spec: env_secret", problems...)
+		return
+	}
 	// Unknown targets are the caller's mistake: say so now, not in the workflow.
 	if _, err := schema.ResolveTargets(r.Context(), s.db, d.Targets, d.TargetSelector); err != nil {
 		var inputErr *schema.InputError
@@ -72,19 +76,32 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	stored, err := json.Marshal(d) // YAML or JSON in, JSON stored
+	// Secrets are sealed before anything is stored or started: the row and the
+	// workflow's input (its history, whether or not the codec is on) hold them sealed.
+	newID := uuid.Must(uuid.NewV7())
+	sealed, ok := s.sealSpec(w, r, d, newID)
+	if !ok {
+		return
+	}
+	stored, err := json.Marshal(sealed) // YAML or JSON in, JSON stored
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
 	id, created, err := schema.CreateDeployment(r.Context(), s.db, schema.NewDeployment{
-		ID: uuid.Must(uuid.NewV7()), Name: d.Name, Priority: d.Priority, Spec: stored, IdempotencyKey: d.IdempotencyKey, MaxParallel: d.MaxParallel,
+		ID: newID, Name: d.Name, Priority: d.Priority, Spec: stored, IdempotencyKey: d.IdempotencyKey, MaxParallel: d.MaxParallel,
 		CreatedBy: actor(r),
 	})
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
+	if id != newID { // an idempotent create: seal for the deployment that exists
+		if sealed, ok = s.sealSpec(w, r, d, id); !ok {
+			return
+		}
+	}
+	d = sealed
 	d.DeploymentID = id.String()
 	// Started on every create, the idempotent ones too: a create that stopped between
 	// the row and the workflow is completed by its retry.
@@ -152,6 +169,7 @@ func (s *server) getDeployment(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
+	d.Spec = redactSpec(d.Spec)
 	writeJSON(w, http.StatusOK, map[string]any{"deployment": d, "links": s.links(id)})
 }
 

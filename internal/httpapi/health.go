@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
+	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -51,6 +52,9 @@ type Options struct {
 	TemporalUIURL string
 	// DeploymentQueue is the task queue deployments start on.
 	DeploymentQueue string
+	// Secrets seals the env_secret values of deployment specs (the codec keyring);
+	// nil refuses specs that have any.
+	Secrets secretenv.Keyring
 }
 
 type server struct {
@@ -62,13 +66,15 @@ type server struct {
 	namespace        string
 	temporalUI       string
 	deploymentQueue  string
+	secrets          secretenv.Keyring
 }
 
 // New returns Mandible's HTTP handler: /healthz, /readyz and /metrics open, /api/v1
 // behind a bearer token.
 func New(opts Options) http.Handler {
 	s := &server{db: opts.DB, logger: opts.Logger, maxBody: opts.MaxBodyBytes, heartbeatTimeout: opts.HeartbeatTimeout,
-		temporal: opts.Temporal, namespace: opts.Namespace, temporalUI: opts.TemporalUIURL, deploymentQueue: opts.DeploymentQueue}
+		temporal: opts.Temporal, namespace: opts.Namespace, temporalUI: opts.TemporalUIURL, deploymentQueue: opts.DeploymentQueue,
+		secrets: opts.Secrets}
 	if s.deploymentQueue == "" {
 		s.deploymentQueue = workflows.DefaultDeploymentTaskQueue
 	}

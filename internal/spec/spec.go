@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
+	"github.com/mantis-deploy/mantis/internal/secretenv"
 )
 
 // Step is one ordered step: a command run on every target.
@@ -27,7 +28,12 @@ type Step struct {
 	// ContinueOnError lets the deployment go on when the step fails on some target.
 	ContinueOnError bool              `json:"continue_on_error,omitempty"`
 	Env             map[string]string `json:"env,omitempty"`
-	WorkingDir      string            `json:"working_dir,omitempty"`
+	// EnvSecret is env whose values are secret: a literal, or a reference resolved on
+	// Mandible when Thorax fetches the command ("file:/path", "env:MANTIS_SECRET_X").
+	// Mandible seals each value (package secretenv) before it stores the spec or
+	// starts its workflow; views show secretenv.Redacted.
+	EnvSecret  map[string]string `json:"env_secret,omitempty"`
+	WorkingDir string            `json:"working_dir,omitempty"`
 }
 
 // TimeoutDuration is the step's timeout (call after Validate and WithDefaults).
@@ -202,6 +208,12 @@ func (d Deployment) Validate() error {
 			} else {
 				storable(at+".env."+k, s.Env[k], MaxEnvValueBytes)
 			}
+			if secretenv.IsSealed(s.Env[k]) {
+				add(at+".env."+k, "a sealed secret belongs in env_secret")
+			}
+		}
+		for _, p := range s.secretProblems(at) {
+			add(p.Field, "%s", p.Problem)
 		}
 		if s.WorkingDir != "" && !strings.HasPrefix(s.WorkingDir, "/") {
 			add(at+".working_dir", "must be an absolute path, got %q", s.WorkingDir)

@@ -1,0 +1,43 @@
+package grpcapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mantis-deploy/mantis/internal/secretenv"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// openSecrets opens and resolves the sealed env values of the commands an instance
+// just claimed: this is the only place a secret is in clear on Mandible, and only in
+// memory, on its way into the Command Thorax receives. A command whose secret cannot
+// be opened or resolved (a lost key, a missing file) is failed at once with the reason,
+// and left out of the answer, so that it ends rather than runs without its secret.
+func (s *MandibleService) openSecrets(ctx context.Context, instance uuid.UUID, cmds []schema.Command) []schema.Command {
+	out := cmds[:0:0]
+	for _, c := range cmds {
+		deployment := ""
+		if c.DeploymentID != nil {
+			deployment = c.DeploymentID.String()
+		}
+		env, err := secretenv.OpenEnv(s.Secrets, s.SecretResolver, deployment, c.Env)
+		if err == nil {
+			c.Env = env
+			out = append(out, c)
+			continue
+		}
+		s.Logger.WarnContext(ctx, "failing command: its secret env could not be resolved",
+			"command_id", c.ID, "deployment_id", deployment, "target", c.Target, "err", err)
+		now := time.Now()
+		if _, ferr := schema.StoreCommandResult(ctx, s.DB, instance, c.ID, c.LeaseEpoch, schema.CommandResult{
+			ExitCode: -1, Error: err.Error(), StartedAt: now, FinishedAt: now,
+		}); ferr != nil {
+			// The command stays running under this instance's lease: the result grace
+			// of the settle loop ends it.
+			s.Logger.ErrorContext(ctx, "failing command with unresolvable secret env", "command_id", c.ID, "err", ferr)
+		}
+	}
+	return out
+}
