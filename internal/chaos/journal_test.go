@@ -18,7 +18,7 @@ const (
 	// journalFullFor is how long the journal's filesystem stays full.
 	journalFullFor = 20 * time.Second
 	// journalWait bounds a deployment to the agent under test.
-	journalWait = 90 * time.Second
+	journalWait = 3 * time.Minute
 )
 
 // The filesystem of a poll agent's journal (a 1 MiB tmpfs) fills up: the agent

@@ -116,6 +116,14 @@ func preparedScenario(t *testing.T, name, fault string, o faultenv.Options, wo f
 	if prepare != nil {
 		prepare(c)
 	}
+	runOn(t, s, c, name, fault, wo, inject)
+}
+
+// runOn runs fault under a workload on a running cluster c, and records and checks
+// the row.
+func runOn(t *testing.T, s *faultenv.Servers, c *faultenv.Cluster, name, fault string, wo faultenv.WorkloadOptions,
+	inject func(sc *scene) (time.Time, faultenv.Rule)) {
+	t.Helper()
 	sc := &scene{t: t, s: s, c: c, w: c.StartWorkload(wo)}
 	<-time.After(warmUp)
 	faultStart := time.Now()

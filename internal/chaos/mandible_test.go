@@ -10,29 +10,27 @@ import (
 	"github.com/mantis-deploy/mantis/internal/faultenv"
 )
 
-// One of three replicas is SIGKILLed while it holds claimed requests; the survivors
-// reclaim them and every deployment succeeds.
-func TestMandibleKilledMidClaim(t *testing.T) {
-	scenario(t, "Mandible SIGKILL mid-claim", "1 of 3 replicas SIGKILLed holding claims", faultenv.Options{}, faultenv.WorkloadOptions{},
-		func(sc *scene) (time.Time, faultenv.Rule) {
-			var victim *faultenv.Mandible
-			require.Eventually(t, func() bool {
-				var holder string
-				if err := sc.c.Pool.QueryRow(sc.c.Ctx, `SELECT claimed_by FROM pending_dispatch_requests
+// killClaimHolder SIGKILLs one of three replicas while it holds claimed requests;
+// the survivors reclaim them and every deployment succeeds.
+func killClaimHolder(sc *scene) (time.Time, faultenv.Rule) {
+	t := sc.t
+	var victim *faultenv.Mandible
+	require.Eventually(t, func() bool {
+		var holder string
+		if err := sc.c.Pool.QueryRow(sc.c.Ctx, `SELECT claimed_by FROM pending_dispatch_requests
 					WHERE status = 'processing' LIMIT 1`).Scan(&holder); err != nil {
-					return false
-				}
-				for _, m := range sc.c.Mandibles {
-					if m.ID == holder {
-						victim = m
-					}
-				}
-				return victim != nil
-			}, time.Minute, 20*time.Millisecond, "no replica was ever seen holding a claim")
-			require.NoError(t, victim.Signal(syscall.SIGKILL))
-			victim.Kill()
-			return time.Now(), faultenv.AllSucceed
-		})
+			return false
+		}
+		for _, m := range sc.c.Mandibles {
+			if m.ID == holder {
+				victim = m
+			}
+		}
+		return victim != nil
+	}, time.Minute, 20*time.Millisecond, "no replica was ever seen holding a claim")
+	require.NoError(t, victim.Signal(syscall.SIGKILL))
+	victim.Kill()
+	return time.Now(), faultenv.AllSucceed
 }
 
 // The only replica is SIGKILLed and started again on the same configuration.

@@ -43,21 +43,6 @@ func postgresRestart(mode devstack.PostgresStopMode) func(sc *scene) (time.Time,
 	}
 }
 
-func TestBrokerKilled(t *testing.T) {
-	scenario(t, "broker kill -9", "RabbitMQ SIGKILL, restarted on its data", faultenv.Options{}, faultenv.WorkloadOptions{},
-		killAndRestart(devstack.ServerRabbitMQ))
-}
-
-func TestPostgresCrashRestart(t *testing.T) {
-	scenario(t, "PostgreSQL crash restart", "pg_ctl stop -m immediate, start", faultenv.Options{}, faultenv.WorkloadOptions{},
-		postgresRestart(devstack.PostgresStopImmediate))
-}
-
-func TestTemporalKilled(t *testing.T) {
-	scenario(t, "Temporal kill -9", "dev server SIGKILL, restarted on its SQLite file", faultenv.Options{}, faultenv.WorkloadOptions{},
-		killAndRestart(devstack.ServerTemporal))
-}
-
 func TestBrokerStopStart(t *testing.T) {
 	full(t)
 	scenario(t, "broker stop/start", "rabbitmqctl stop_app, 10 s, start_app", faultenv.Options{}, faultenv.WorkloadOptions{},
