@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -20,7 +21,7 @@ import (
 // journal as a restarted agent.
 func (c *execCluster) startJournaledPollAgent(t *testing.T, th *thoraxProcess, name, journalDir string) *mantisProcess {
 	t.Helper()
-	cert, key := c.certs.Pair("agent")
+	cert, key := c.issue(t, identity.RoleAgent, name)
 	conf := fmt.Sprintf(`name = %q
 mode = "poll"
 [thorax]

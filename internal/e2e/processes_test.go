@@ -20,6 +20,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/devstack"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -98,6 +99,15 @@ func startSecureReplicaAt(t *testing.T, o replicaOptions, certs devcerts.Bundle,
 		"MANTIS_THORAX_HEARTBEAT_TIMEOUT="+heartbeatTimeout.String(),
 	)
 	return &secureReplica{replica: startReplica(t, o), GRPCAddr: addr}
+}
+
+// issue returns a certificate pair of the cluster's CA for role and name: each
+// Thorax presents its own name, each agent its target's.
+func (c *execCluster) issue(t *testing.T, role identity.Role, name string) (cert, key string) {
+	t.Helper()
+	cert, key, err := c.certs.Issue(role, name, []string{"localhost", "127.0.0.1"})
+	require.NoError(t, err)
+	return cert, key
 }
 
 // mantisProcess is a Thorax or agent the test runs as an OS process, in a process
@@ -202,7 +212,7 @@ func (c *execCluster) startThorax(t *testing.T) *thoraxProcess {
 	require.NoError(t, err)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	name := uniqueName("thorax")
-	cert, key := c.certs.Pair("thorax")
+	cert, key := c.issue(t, identity.RoleThorax, name)
 	conf := fmt.Sprintf(`name = %q
 [log]
 level = "info"
@@ -253,7 +263,7 @@ stop_timeout = "2s"
 func (c *execCluster) startPollAgent(t *testing.T, th *thoraxProcess) *mantisProcess {
 	t.Helper()
 	name := uniqueName("poll")
-	cert, key := c.certs.Pair("agent")
+	cert, key := c.issue(t, identity.RoleAgent, name)
 	conf := fmt.Sprintf(`name = %q
 mode = "poll"
 [thorax]
@@ -273,15 +283,16 @@ type listenAgentProcess struct {
 	Addr string
 }
 
-// startListenAgent starts a listen-mode agent that accepts only the "thorax"
-// certificate of the cluster's CA.
+// startListenAgent starts a listen-mode agent, presenting a certificate named for
+// its target, that accepts only certificates of the thorax role from the
+// cluster's CA.
 func (c *execCluster) startListenAgent(t *testing.T) *listenAgentProcess {
 	t.Helper()
 	port, err := devstack.FreePort(false)
 	require.NoError(t, err)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	name := uniqueName("listen")
-	cert, key := c.certs.Pair("agent")
+	cert, key := c.issue(t, identity.RoleAgent, name)
 	conf := fmt.Sprintf(`name = %q
 mode = "listen"
 [listen]
@@ -289,7 +300,6 @@ address = %q
 ca_cert_path = %q
 cert_path = %q
 key_path = %q
-allowed_client_names = ["thorax"]
 [journal]
 dir = %q
 `, name, addr, c.certs.CACert(), cert, key, filepath.Join(c.dir, name, "journal")) + agentExecConfig
