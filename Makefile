@@ -59,8 +59,13 @@ FUZZ_TARGETS ?= internal/spec:FuzzParse internal/broker:FuzzDecodeNudge \
 	internal/grpcapi:FuzzStoreCommandResult internal/grpcapi:FuzzScheduleRedispatch internal/grpcapi:FuzzReleaseCommands \
 	internal/agent:FuzzRunCommand internal/agent:FuzzCancelCommand \
 	internal/thorax:FuzzPollCommands internal/thorax:FuzzReportResult
+# With MANTIS_TEST_STACK_ENV set, the servers of that stack.env are used instead.
 fuzz: build ## Run each fuzz target for FUZZTIME (default 30s); FUZZ_TARGETS=pkg:Target... selects.
+ifdef MANTIS_TEST_STACK_ENV
+	env GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz.sh $(FUZZ_TARGETS)
+else
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/fuzz -- env GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz.sh $(FUZZ_TARGETS)
+endif
 
 .PHONY: soak
 # Holds SOAK_RATE dispatch requests/s (`true` on real agents) and a deployment every 2 s
