@@ -20,6 +20,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -230,6 +231,9 @@ func startExecutionTier(ctx context.Context, stack *devstack.Stack, api *apiclie
 	if err != nil {
 		return nil, err
 	}
+	if err := issueDevIdentities(stack); err != nil {
+		return nil, err
+	}
 	for _, p := range []struct{ name, bin, conf string }{
 		{"thorax", thoraxBin, thoraxConfig(stack)},
 		{devListenTarget, agentBin, listenAgentConfig(stack)},
@@ -334,7 +338,7 @@ func waitTier(parent context.Context, stack *devstack.Stack, what string, check 
 func thoraxConfig(stack *devstack.Stack) string {
 	e := stack.Env
 	ca := stack.Certs.CACert()
-	cert, key := stack.Certs.Pair("thorax")
+	cert, key := stack.Certs.Issued(identity.RoleThorax, devThoraxName)
 	return fmt.Sprintf(`# Written by mantisctl dev up for the local stack.
 name = %q
 
@@ -375,7 +379,7 @@ timeout = "10s"
 
 // pollAgentConfig is the configuration of agent-poll, which calls Thorax's agents port.
 func pollAgentConfig(stack *devstack.Stack) string {
-	cert, key := stack.Certs.Pair("agent")
+	cert, key := stack.Certs.Issued(identity.RoleAgent, devPollTarget)
 	return fmt.Sprintf(`# Written by mantisctl dev up for the local stack.
 name = %q
 mode = "poll"
@@ -402,7 +406,7 @@ func agentJournalDir(stack *devstack.Stack, name string) string {
 
 // listenAgentConfig is the configuration of agent-listen, which serves Thorax alone.
 func listenAgentConfig(stack *devstack.Stack) string {
-	cert, key := stack.Certs.Pair("agent")
+	cert, key := stack.Certs.Issued(identity.RoleAgent, devListenTarget)
 	return fmt.Sprintf(`# Written by mantisctl dev up for the local stack.
 name = %q
 mode = "listen"
@@ -412,7 +416,6 @@ address = %q
 ca_cert_path = %q
 cert_path = %q
 key_path = %q
-allowed_client_names = ["thorax"]
 
 [journal]
 dir = %q
