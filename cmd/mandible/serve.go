@@ -284,7 +284,7 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	g.Go(func() error { return tokens.Run(gctx) })
 	g.Go(func() error { return hub.Run(gctx) })
 	g.Go(func() error {
-		identity.WatchExpiry(gctx, logger, idMetrics, cfg.GRPC.CertPath, cfg.Queue.ClientCertPath)
+		identity.WatchExpiry(gctx, logger, idMetrics, cfg.GRPC.CertPath, cfg.HTTP.CertPath, cfg.Queue.ClientCertPath)
 		return nil
 	})
 	g.Go(func() error { return events.Run(gctx) })
