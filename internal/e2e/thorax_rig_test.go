@@ -124,12 +124,12 @@ func (r *brokerRig) management(t *testing.T, method, path string, body any) []by
 	return out
 }
 
-// grant lets Thorax's user consume on the vhost: read only, so that it could
-// not declare or publish anything even if it tried.
+// grant gives Thorax's user the development stack's ThoraxPermissions: read on
+// the command queues only, so that it could not declare or publish anything even
+// if it tried.
 func (r *brokerRig) grant(t *testing.T) {
 	t.Helper()
-	r.management(t, http.MethodPut, "/permissions/"+url.PathEscape(r.b.VHost)+"/"+url.PathEscape(r.user),
-		map[string]string{"configure": "^$", "write": "^$", "read": ".*"})
+	r.management(t, http.MethodPut, "/permissions/"+url.PathEscape(r.b.VHost)+"/"+url.PathEscape(r.user), devstack.ThoraxPermissions)
 }
 
 // cutOff takes the broker away from Thorax, as an outage would: its user
