@@ -54,7 +54,7 @@ func newDevInstallCommand() *cobra.Command {
 
 func newDevCertsCommand() *cobra.Command {
 	var dir string
-	var hosts []string
+	var hosts, issue []string
 	cmd := &cobra.Command{
 		Use:   "certs",
 		Short: "Write a development CA and certificate pairs for Mandible, the broker, Thorax, agents and clients",
@@ -70,11 +70,12 @@ func newDevCertsCommand() *cobra.Command {
 				c, k := b.Pair(name)
 				fmt.Fprintf(out, "%-12s %s %s\n", name, c, k)
 			}
-			return nil
+			return issueNamed(out, b, issue, hosts)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".mantis/certs", "directory to write the certificates to")
 	cmd.Flags().StringSliceVar(&hosts, "host", []string{"localhost", "127.0.0.1"}, "extra DNS names or IPs for the server certificates")
+	cmd.Flags().StringArrayVar(&issue, "issue", nil, "also issue a pair for role/name (agent/<target>, thorax/<instance>), as <role>-<name>.crt; repeatable")
 	return cmd
 }
 
