@@ -13,6 +13,9 @@ type LatencyMinute struct {
 	Index                             int
 	Enqueued, Succeeded, NotSucceeded int
 	P50, P99                          time.Duration
+	// Completed counts the dispatch commands that succeeded during the minute,
+	// whenever enqueued: the throughput the cluster held.
+	Completed int
 }
 
 // dispatchLatencySQL groups the requests that belong to no deployment by the minute
@@ -34,8 +37,16 @@ WHERE r.deployment_id IS NULL AND r.created_at >= $1::timestamptz
 GROUP BY 1 HAVING floor(extract(epoch FROM min(r.created_at) - $1::timestamptz) / 60)::int + 1 <= $2
 ORDER BY 1`
 
-// DispatchLatency returns the first minutes of load's dispatch requests and their
-// latency percentiles.
+// completedSQL counts the successes of requests of no deployment by the minute of
+// load they finished in.
+const completedSQL = `
+SELECT floor(extract(epoch FROM q.finished_at - $1::timestamptz) / 60)::int + 1 AS minute, count(*)
+FROM command_queue q
+WHERE q.deployment_id IS NULL AND q.status = 'succeeded' AND q.finished_at >= $1::timestamptz
+GROUP BY 1 ORDER BY 1`
+
+// DispatchLatency returns the first minutes of load's dispatch requests, their
+// latency percentiles, and the successes of each minute.
 func DispatchLatency(ctx context.Context, db Querier, start time.Time, minutes int) ([]LatencyMinute, error) {
 	rows, err := db.Query(ctx, dispatchLatencySQL, start, minutes)
 	if err != nil {
@@ -56,7 +67,31 @@ func DispatchLatency(ctx context.Context, db Querier, start time.Time, minutes i
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("measuring dispatch latency: %w", err)
 	}
-	return out, nil
+	return out, completed(ctx, db, start, out)
+}
+
+// completed fills in each minute's Completed.
+func completed(ctx context.Context, db Querier, start time.Time, minutes []LatencyMinute) error {
+	rows, err := db.Query(ctx, completedSQL, start)
+	if err != nil {
+		return fmt.Errorf("counting completed dispatch requests: %w", err)
+	}
+	defer rows.Close()
+	byIndex := map[int]int{}
+	for rows.Next() {
+		var i, n int
+		if err := rows.Scan(&i, &n); err != nil {
+			return fmt.Errorf("counting completed dispatch requests: %w", err)
+		}
+		byIndex[i] = n
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("counting completed dispatch requests: %w", err)
+	}
+	for i := range minutes {
+		minutes[i].Completed = byIndex[minutes[i].Index]
+	}
+	return nil
 }
 
 func seconds(s float64) time.Duration {

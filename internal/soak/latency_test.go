@@ -46,7 +46,7 @@ func TestDispatchLatencyIsEnqueueToSuccessPerMinuteOfLoad(t *testing.T) {
 	got, err := soak.DispatchLatency(ctx, pool, start, 3)
 	require.NoError(t, err)
 	require.Equal(t, []soak.LatencyMinute{
-		{Index: 1, Enqueued: 2, Succeeded: 2, P50: 2 * time.Second, P99: 2980 * time.Millisecond},
+		{Index: 1, Enqueued: 2, Succeeded: 2, P50: 2 * time.Second, P99: 2980 * time.Millisecond, Completed: 2},
 		{Index: 2, Enqueued: 1, Succeeded: 0, NotSucceeded: 1},
 	}, got)
 }

@@ -87,11 +87,11 @@ func (r Report) latencyTable() string {
 	for _, d := range r.Deployments {
 		deps[d.Index] = d
 	}
-	b.WriteString("| minute | requests enqueued | succeeded | p50 enqueue→succeeded | p99 | deployments created | succeeded | failed | unended |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| minute | requests enqueued | of them succeeded | p50 enqueue→succeeded | p99 | succeeded during the minute | deployments created | succeeded | failed | unended |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Latency {
 		d := deps[l.Index]
-		fmt.Fprintf(&b, "| %d | %d | %d | %s | %s | %d | %d | %d | %d |\n", l.Index, l.Enqueued, l.Succeeded,
-			l.P50, l.P99, d.Created, d.Succeeded, d.Failed, d.Unended)
+		fmt.Fprintf(&b, "| %d | %d | %d | %s | %s | %d | %d | %d | %d | %d |\n", l.Index, l.Enqueued, l.Succeeded,
+			l.P50, l.P99, l.Completed, d.Created, d.Succeeded, d.Failed, d.Unended)
 	}
 	return b.String()
 }
