@@ -339,6 +339,8 @@ func TestServe(t *testing.T) {
 		code, _ := get(s.httpURL + "/healthz")
 		return code == http.StatusOK
 	})
+	// The flat http.tokens list still works, as admin, and Mandible says it is deprecated.
+	require.Contains(t, s.mandible.log(), "http.tokens is deprecated")
 
 	var ready struct {
 		Ready  bool              `json:"ready"`
