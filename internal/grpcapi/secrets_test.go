@@ -1,0 +1,78 @@
+package grpcapi_test
+
+import (
+	"context"
+	"crypto/rand"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/mantis-deploy/mantis/internal/codec"
+	"github.com/mantis-deploy/mantis/internal/grpcapi"
+	"github.com/mantis-deploy/mantis/internal/secretenv"
+	"github.com/mantis-deploy/mantis/internal/testenv"
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// FetchPendingCommands hands a command its secret env opened; a command whose secret
+// does not open (sealed for another deployment) is not handed out but failed at once,
+// with the reason and never the value.
+func TestFetchOpensSecretEnvAndFailsACommandWhoseSecretDoesNotOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.MigratedPool(t)
+	key := make([]byte, codec.KeySize)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	k, err := codec.New("k1", map[string][]byte{"k1": key})
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour, Secrets: k})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	b := bundle{ctx: ctx, pool: pool, client: mantisv1.NewMandibleServiceClient(conn)}
+
+	inst := b.register(t, "thorax-a")
+	_, err = b.client.Heartbeat(ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1", "web-2"}})
+	require.NoError(t, err)
+	good, err := secretenv.Seal(k, "", "TOKEN", "s3cret-good")
+	require.NoError(t, err)
+	stolen, err := secretenv.Seal(k, "5f0c6a53-0000-4000-8000-000000000000", "TOKEN", "s3cret-stolen")
+	require.NoError(t, err)
+	_, err = schema.EnqueueDispatchRequests(ctx, pool, []schema.NewDispatchRequest{
+		{IdempotencyKey: "good", Target: "web-1", Command: "true", Priority: "normal", Env: map[string]string{"TOKEN": good, "PLAIN": "p"}},
+		{IdempotencyKey: "stolen", Target: "web-2", Command: "true", Priority: "normal", Env: map[string]string{"TOKEN": stolen}},
+	})
+	require.NoError(t, err)
+	claim, err := schema.ClaimPending(ctx, pool, "r1", 10)
+	require.NoError(t, err)
+	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	for i, c := range claim.Claimed {
+		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+	}
+	_, err = schema.DeliverClaimed(ctx, pool, "r1", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
+	require.NoError(t, err)
+
+	resp, err := b.client.FetchPendingCommands(ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1", "web-2"}, MaxCommands: 10})
+	require.NoError(t, err)
+	require.Len(t, resp.GetCommands(), 1, "the command whose secret does not open is not handed out")
+	require.Equal(t, "web-1", resp.GetCommands()[0].GetTarget())
+	require.Equal(t, map[string]string{"TOKEN": "s3cret-good", "PLAIN": "p"}, resp.GetCommands()[0].GetEnv())
+
+	var status, reason string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT c.status, coalesce(c.error, '') FROM command_queue c JOIN targets t ON t.id = c.target_id
+		WHERE t.name = 'web-2'`).Scan(&status, &reason))
+	require.Equal(t, "failed", status, "it ends rather than runs without its secret")
+	require.Contains(t, reason, "another deployment or variable")
+	require.NotContains(t, reason, "s3cret")
+}
