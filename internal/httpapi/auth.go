@@ -3,8 +3,11 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 )
@@ -38,17 +41,49 @@ func actor(r *http.Request) string {
 	return t.Name
 }
 
+// Refusal reasons, the reason label of mantis_http_refusals_total.
+const (
+	refusedUnauthenticated = "unauthenticated"
+	refusedForbidden       = "forbidden"
+)
+
+// gate authenticates API calls and checks their scope, logging and counting every
+// refusal.
+type gate struct {
+	keys     *apitoken.Keyring
+	logger   *slog.Logger
+	refusals *prometheus.CounterVec
+}
+
+func newGate(keys *apitoken.Keyring, logger *slog.Logger, reg prometheus.Registerer) *gate {
+	g := &gate{keys: keys, logger: logger, refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mantis_http_refusals_total",
+		Help: "HTTP API calls refused: unauthenticated (no or unknown token) or forbidden (scope too narrow).",
+	}, []string{"reason"})}
+	if reg != nil {
+		reg.MustRegister(g.refusals)
+	}
+	return g
+}
+
 // Authenticate wraps h so that it answers 401 unless the request carries a bearer
 // token the keyring holds; h finds the token with TokenFrom.
 func Authenticate(keys *apitoken.Keyring, h http.Handler) http.Handler {
+	return newGate(keys, slog.New(slog.DiscardHandler), nil).authenticate(h)
+}
+
+func (g *gate) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if ok {
-			if t, found := keys.Lookup(secret); found {
+			if t, found := g.keys.Lookup(secret); found {
 				h.ServeHTTP(w, r.WithContext(WithToken(r.Context(), t)))
 				return
 			}
 		}
+		g.refusals.WithLabelValues(refusedUnauthenticated).Inc()
+		g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedUnauthenticated,
+			"method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "bearer_present", ok)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mantis"`)
 		writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "missing or unknown bearer token")
 	})
@@ -56,10 +91,13 @@ func Authenticate(keys *apitoken.Keyring, h http.Handler) http.Handler {
 
 // needs wraps h so that it answers 403, naming the scope needed and the one held,
 // unless the authenticated token's scope covers need.
-func needs(need apitoken.Scope, h http.Handler) http.Handler {
+func (g *gate) needs(need apitoken.Scope, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, ok := TokenFrom(r.Context())
 		if !ok || !t.Scope.Covers(need) {
+			g.refusals.WithLabelValues(refusedForbidden).Inc()
+			g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedForbidden,
+				"method", r.Method, "path", r.URL.Path, "actor", t.Name, "scope_held", t.Scope, "scope_needed", need)
 			writeError(w, http.StatusForbidden, CodeForbidden,
 				fmt.Sprintf("%s %s needs scope %s; token %q holds scope %s", r.Method, r.URL.Path, need, t.Name, t.Scope))
 			return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
@@ -30,6 +31,7 @@ const (
 
 type scopedBundle struct {
 	srv      *httptest.Server
+	registry *prometheus.Registry
 	pool     *pgxpool.Pool
 	temporal client.Client
 	queue    string
@@ -48,11 +50,12 @@ func setupScoped(t *testing.T) scopedBundle {
 		{Name: "ops", Scope: apitoken.ScopeAdmin, SHA256: apitoken.Hash(adminSecret)},
 	})
 	events := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	h := httpapi.New(httpapi.Options{DB: pool, Keyring: keys, HeartbeatTimeout: time.Hour, Events: events,
+	registry := prometheus.NewRegistry()
+	h := httpapi.New(httpapi.Options{DB: pool, Keyring: keys, HeartbeatTimeout: time.Hour, Events: events, Registry: registry,
 		Temporal: temporal, Namespace: tc.Namespace, DeploymentQueue: tc.TaskQueue})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return scopedBundle{srv: srv, pool: pool, temporal: temporal, queue: tc.TaskQueue}
+	return scopedBundle{srv: srv, registry: registry, pool: pool, temporal: temporal, queue: tc.TaskQueue}
 }
 
 func (b scopedBundle) call(t *testing.T, secret, method, path, body string) (int, map[string]any) {
@@ -116,6 +119,7 @@ func TestScopesRefuseWhatTheTokenMayNotDo(t *testing.T) {
 	var count int
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM targets`).Scan(&count))
 	require.Zero(t, count, "a refused call wrote nothing")
+	require.Equal(t, map[string]float64{"unauthenticated": 6, "forbidden": float64(len(refusals))}, refusalCounts(t, b.registry))
 
 	// Each scope includes the ones below it.
 	for _, secret := range []string{readSecret, deploySecret, adminSecret} {
@@ -176,6 +180,27 @@ func TestWritesRecordTheTokenName(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, "ci", actors["deployment.started"])
 	require.Equal(t, "ops", actors[schema.EventCancelRequested])
+}
+
+// refusalCounts reads mantis_http_refusals_total by reason.
+func refusalCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "mantis_http_refusals_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
 
 func converterValue(data []byte, v any) error { return json.Unmarshal(data, v) }

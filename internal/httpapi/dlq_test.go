@@ -32,8 +32,9 @@ func serveDLQ(t *testing.T, d DLQ) string {
 	t.Helper()
 	s := &server{logger: slog.New(slog.DiscardHandler), maxBody: 1 << 20}
 	mux := http.NewServeMux()
-	s.routeAPI(mux, d)
-	srv := httptest.NewServer(Authenticate(apitoken.NewKeyring(apitoken.Legacy([]string{dlqToken})), mux))
+	g := newGate(apitoken.NewKeyring(apitoken.Legacy([]string{dlqToken})), s.logger, nil)
+	s.routeAPI(mux, g, d)
+	srv := httptest.NewServer(g.authenticate(mux))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -97,11 +97,16 @@ func New(opts Options) http.Handler {
 	if keys == nil {
 		keys = apitoken.NewKeyring(apitoken.Legacy(opts.Tokens))
 	}
+	var reg prometheus.Registerer
+	if opts.Registry != nil {
+		reg = opts.Registry
+	}
+	g := newGate(keys, s.logger, reg)
 	api := http.NewServeMux()
-	s.routeAPI(api, opts.DLQ)
-	mux.Handle("/api/", Authenticate(keys, api))
+	s.routeAPI(api, g, opts.DLQ)
+	mux.Handle("/api/", g.authenticate(api))
 	if opts.Events != nil {
-		mux.Handle("/sse/", Authenticate(keys, needs(apitoken.ScopeRead, opts.Events)))
+		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, opts.Events)))
 	}
 	return mux
 }
@@ -109,9 +114,9 @@ func New(opts Options) http.Handler {
 // routeAPI serves /api/v1 on api, each route behind the scope it needs: reads need
 // read; deployments, their cancel and dispatch requests need deploy; the DLQ and
 // target registration need admin.
-func (s *server) routeAPI(api *http.ServeMux, dlq DLQ) {
+func (s *server) routeAPI(api *http.ServeMux, g *gate, dlq DLQ) {
 	route := func(pattern string, need apitoken.Scope, h http.HandlerFunc) {
-		api.Handle(pattern, needs(need, h))
+		api.Handle(pattern, g.needs(need, h))
 	}
 	route("POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests)
 	route("GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests)
