@@ -85,7 +85,7 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 // run runs the agent, and its metrics listener when configured, until ctx ends.
 func run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 	if !cfg.Metrics.Enabled() {
-		return agent.Run(ctx, cfg, logger)
+		return agent.Run(ctx, cfg, logger, nil)
 	}
 	metrics, err := metricsserver.Listen(cfg.Metrics.Listen, logger)
 	if err != nil {
@@ -93,6 +93,6 @@ func run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return metrics.Run(ctx) })
-	g.Go(func() error { return agent.Run(ctx, cfg, logger) })
+	g.Go(func() error { return agent.Run(ctx, cfg, logger, metrics.Registry) })
 	return g.Wait()
 }

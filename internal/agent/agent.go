@@ -33,8 +33,11 @@ const grpcStopTimeout = 5 * time.Second
 // Run serves as cfg.Mode says until ctx is done, then stops gracefully: it
 // takes no new commands, gives running ones exec.stop_timeout to finish, then
 // kills their process groups. cfg must be valid. Run returns an error only
-// when it cannot start (the journal included) or cannot serve.
-func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
+// when it cannot start (the journal included) or cannot serve. The agent's
+// identity metrics (refusals, its certificate's expiry) are registered with
+// reg, the registry of its metrics listener; nil keeps them in a registry of
+// their own.
+func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, reg prometheus.Registerer) error {
 	logger = logger.With("target", cfg.Name, "mode", cfg.Mode)
 	journal, err := OpenJournal(cfg.JournalDir(), nil)
 	if err != nil {
@@ -42,9 +45,10 @@ func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 	}
 	logger.InfoContext(ctx, "journal open", "journal_dir", journal.Dir(), "unreported_results", len(journal.Pending()))
 	runner := NewRunner(cfg.Exec, journal, logger)
-	// The agent serves no /metrics yet: its identity metrics (refusals, its
-	// certificate's expiry) live in a registry of their own until it does.
-	idMetrics := identity.NewMetrics(prometheus.NewRegistry())
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	idMetrics := identity.NewMetrics(reg)
 	go identity.WatchExpiry(ctx, logger, idMetrics, ownCertificate(cfg))
 	switch cfg.Mode {
 	case config.ModePoll:

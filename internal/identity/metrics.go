@@ -67,3 +67,16 @@ func (m *Metrics) Refusals() *prometheus.CounterVec { return m.refusals }
 
 // Expiry returns the certificate expiry gauge, by role and name.
 func (m *Metrics) Expiry() *prometheus.GaugeVec { return m.expiry }
+
+// Describe implements prometheus.Collector, so that the metrics of a process can
+// be added to a registry that serves them (a metrics listener).
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.refusals.Describe(ch)
+	m.expiry.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.refusals.Collect(ch)
+	m.expiry.Collect(ch)
+}

@@ -189,10 +189,13 @@ func tlsFiles(c config.TLS) tlsconf.Files {
 	return tlsconf.Files{CA: c.CACertPath, Cert: c.CertPath, Key: c.KeyPath}
 }
 
-// Registry returns the instance's metrics: the refusals of its agents server and
-// the expiry of its own certificates. Thorax serves no /metrics endpoint yet; a
-// caller that serves one registers this registry with it.
+// Registry returns the instance's own registry of its identity metrics: the
+// refusals of its agents server and the expiry of its own certificates.
 func (t *Thorax) Registry() *prometheus.Registry { return t.registry }
+
+// IdentityMetrics returns the identity metrics as a collector, for a metrics
+// listener to serve (metrics.listen).
+func (t *Thorax) IdentityMetrics() prometheus.Collector { return t.idMetrics }
 
 // Ready is closed once the agents server listens and Mandible has issued the
 // instance its id.
