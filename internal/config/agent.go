@@ -32,6 +32,8 @@ type Agent struct {
 	Exec   Exec        `toml:"exec"`
 	// Journal is where the agent records its runs.
 	Journal AgentJournal `toml:"journal"`
+	// Metrics is the opt-in /metrics and /healthz listener.
+	Metrics Metrics `toml:"metrics"`
 }
 
 // AgentJournal is the agent's run journal: a directory of small files that
@@ -181,6 +183,7 @@ func (c Agent) Validate() error {
 		}
 	}
 	c.Log.validate(&p)
+	c.Metrics.validate(&p)
 	p.positive("exec.max_concurrent", int64(c.Exec.MaxConcurrent))
 	p.positive("exec.output_limit_bytes", int64(c.Exec.OutputLimitBytes))
 	if c.Exec.OutputLimitBytes > MaxOutputLimitBytes {
