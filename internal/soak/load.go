@@ -86,6 +86,9 @@ func (l *Load) post(ctx context.Context, base string, first, n int) {
 			Target: l.Targets[(first+i)%len(l.Targets)], Command: loadCommand, Timeout: loadTimeout}
 	}
 	body, _ := json.Marshal(map[string]any{"requests": reqs})
+	// The load's end must not abort a POST under way: the API may have taken it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+DispatchPath, bytes.NewReader(body))
 	if err != nil {
 		l.record(0, n, err.Error())

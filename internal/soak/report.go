@@ -12,6 +12,10 @@ type ProcessReport struct {
 	Minutes []Minute
 	// Failures counts readings that missed a figure.
 	Failures int
+	// Drained is the process once the load has stopped and its work has ended
+	// (nil when not read): what returns to the baseline grew with the load, what
+	// does not is held.
+	Drained  *Minute
 	Verdicts []Verdict
 }
 
@@ -64,6 +68,10 @@ func (r Report) Markdown() string {
 		for _, m := range p.Minutes {
 			fmt.Fprintf(&b, "| %d | %.1f | %s | %s | %s |\n", m.Index, float64(m.RSS)/(1<<20),
 				count(m.Goroutines), count(m.FDs), count(m.DBConns))
+		}
+		if d := p.Drained; d != nil {
+			fmt.Fprintf(&b, "| after the drain | %.1f | %s | %s | %s |\n", float64(d.RSS)/(1<<20),
+				count(d.Goroutines), count(d.FDs), count(d.DBConns))
 		}
 	}
 	b.WriteString("\nVerdicts (flat: RSS grows < 10% from minute 2 to the last minute; goroutines, open fds and db conns end within ±5 of minute 2; each minute is the median of its samples):\n\n")

@@ -94,6 +94,27 @@ func Minutes(samples []Sample, minutes int) []Minute {
 	return out
 }
 
+// Since is the median of the samples taken at or after elapsed (Index 0), such as
+// those taken once the load has drained; ok is false when there are none.
+func Since(samples []Sample, elapsed time.Duration) (Minute, bool) {
+	var ss []Sample
+	for _, s := range samples {
+		if s.Elapsed >= elapsed {
+			ss = append(ss, s)
+		}
+	}
+	if len(ss) == 0 {
+		return Minute{}, false
+	}
+	return Minute{
+		Samples:    len(ss),
+		RSS:        median(ss, func(s Sample) int64 { return s.RSS }),
+		Goroutines: int(median(ss, func(s Sample) int64 { return int64(s.Goroutines) })),
+		FDs:        int(median(ss, func(s Sample) int64 { return int64(s.FDs) })),
+		DBConns:    int(median(ss, func(s Sample) int64 { return int64(s.DBConns) })),
+	}, true
+}
+
 // median is the median of the known values of f over ss (the lower one of an even
 // count), or Unknown when none is known.
 func median(ss []Sample, f func(Sample) int64) int64 {

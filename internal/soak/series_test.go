@@ -101,13 +101,23 @@ func TestReportListsEveryFailedVerdict(t *testing.T) {
 	t.Parallel()
 	ms := []soak.Minute{minute(2, 100, 200, 40, 8), minute(3, 100, 300, 40, 8)}
 	r := soak.Report{Processes: []soak.ProcessReport{
-		{Name: "thorax-0", Minutes: ms, Verdicts: soak.Judge("thorax-0", ms)},
+		{Name: "thorax-0", Minutes: ms, Verdicts: soak.Judge("thorax-0", ms), Drained: &soak.Minute{RSS: 90 << 20, Goroutines: 199, FDs: 40, DBConns: 8}},
 	}}
 	bad := r.NotFlat()
 	require.Len(t, bad, 1)
 	require.Equal(t, soak.MetricGoroutines, bad[0].Metric)
 	md := r.Markdown()
 	require.Contains(t, md, "**thorax-0**")
-	require.Contains(t, md, "| 3 | 100.0 | 300 | 40 | 8 |")
+	require.Contains(t, md, "| 3 | 100.0 | 300 | 40 | 8 |\n| after the drain | 90.0 | 199 | 40 | 8 |")
 	require.Contains(t, md, "- thorax-0 goroutines: NOT FLAT (200 -> 300, +100, limit ±5)")
+}
+
+func TestSinceIsTheMedianAfterTheLoad(t *testing.T) {
+	t.Parallel()
+	samples := []soak.Sample{at(time.Minute, 50, 300, 30, 9), at(3*time.Minute, 40, 120, 20, 2), at(3*time.Minute+5*time.Second, 41, 119, 20, 2), at(4*time.Minute, 42, 500, 20, 2)}
+	m, ok := soak.Since(samples, 3*time.Minute)
+	require.True(t, ok)
+	require.Equal(t, soak.Minute{Samples: 3, RSS: 41 << 20, Goroutines: 120, FDs: 20, DBConns: 2}, m)
+	_, ok = soak.Since(samples, 5*time.Minute)
+	require.False(t, ok)
 }

@@ -40,6 +40,8 @@ const (
 	deploySleep  = 100 * time.Millisecond
 	sampleEvery  = 5 * time.Second
 	drainTimeout = 3 * time.Minute
+	// drainedSamples are taken once the load has drained.
+	drainedSamples = 3
 	// sampledAgents is how many agents the report follows.
 	sampledAgents = 3
 )
@@ -90,13 +92,20 @@ func TestSoak(t *testing.T) {
 	<-loaded
 	<-sampled
 	drained := waitDrained(t, c)
+	for range drainedSamples {
+		sampler.SampleOnce(c.Ctx)
+		<-time.After(sampleEvery)
+	}
 
 	minutes := int(duration / time.Minute)
 	report := soak.Report{Date: start, Machine: machine, Duration: duration, Rate: rate, DeployEvery: deployEvery, Load: load.Totals()}
 	for _, p := range followed(c) {
 		ms := soak.Minutes(sampler.Samples(p.Name), minutes)
-		report.Processes = append(report.Processes, soak.ProcessReport{
-			Name: p.Name, Minutes: ms, Failures: sampler.Failures(p.Name), Verdicts: soak.Judge(p.Name, ms)})
+		pr := soak.ProcessReport{Name: p.Name, Minutes: ms, Failures: sampler.Failures(p.Name), Verdicts: soak.Judge(p.Name, ms)}
+		if d, ok := soak.Since(sampler.Samples(p.Name), duration); ok {
+			pr.Drained = &d
+		}
+		report.Processes = append(report.Processes, pr)
 	}
 	report.Latency, err = soak.DispatchLatency(c.Ctx, c.Pool, start, minutes)
 	require.NoError(t, err)
