@@ -140,7 +140,10 @@ func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (De
 	res := summarizeDelivery(outcomes)
 	a.Metrics.delivered(res)
 	if a.Broker != nil && len(nudges) > 0 {
-		if err := a.Broker.Publish(ctx, nudges); err != nil {
+		switch err := a.Broker.Publish(ctx, nudges); {
+		case errors.Is(err, broker.ErrResting):
+			a.Logger.DebugContext(ctx, "skipped command nudges while the broker is away; Thorax polling picks the commands up", "commands", len(nudges))
+		case err != nil:
 			a.Logger.WarnContext(ctx, "publishing command nudges failed; Thorax polling picks the commands up", "commands", len(nudges), "err", err)
 		}
 	}

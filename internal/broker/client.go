@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -67,7 +68,20 @@ type Client struct {
 	mu   sync.Mutex
 	conn *amqp.Connection
 	ch   *amqp.Channel // publishing channel, in confirm mode
+	// restUntil is when publishing may be tried again after a failure: nudges only
+	// speed commands up, so while the broker is away a delivery does not wait on it.
+	restUntil time.Time
 }
+
+// ErrResting is returned by Publish while the client rests after a failed publish.
+var ErrResting = errors.New("broker unreachable recently: nudges are skipped for a while, polling claims the commands")
+
+// publishRest is how long publishing rests after a failure.
+const publishRest = 10 * time.Second
+
+// PublishTimeout bounds one Publish, connecting and confirms included: a frozen or
+// half-dead broker must not hold up a delivery whose rows are already committed.
+const PublishTimeout = 5 * time.Second
 
 // NewClient returns a client for the [queue] section; it connects on first use.
 func NewClient(cfg config.Queue, name string, logger *slog.Logger) *Client {
@@ -119,9 +133,20 @@ func (c *Client) DeclareTopology(ctx context.Context) error {
 
 // Publish sends nudges persistent to mantis.commands with routing key
 // command.<mode>.<priority>, and returns once the broker confirmed every one.
-func (c *Client) Publish(ctx context.Context, nudges []Nudge) error {
+func (c *Client) Publish(ctx context.Context, nudges []Nudge) (err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if time.Now().Before(c.restUntil) {
+		return ErrResting
+	}
+	ctx, cancel := context.WithTimeout(ctx, PublishTimeout)
+	defer cancel()
+	defer func() {
+		if err != nil {
+			c.restUntil = time.Now().Add(publishRest)
+			c.closeLocked()
+		}
+	}()
 	ch, err := c.channel()
 	if err != nil {
 		return err
