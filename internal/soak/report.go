@@ -98,8 +98,12 @@ func (r Report) latencyTable() string {
 	b.WriteString("| minute | requests enqueued | of them succeeded | p50 enqueue→succeeded | p99 | succeeded during the minute | deployments created | succeeded | failed | unended |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, l := range r.Latency {
 		d := deps[l.Index]
+		p50, p99 := "–", "–" // none of the minute's requests succeeded
+		if l.Succeeded > 0 {
+			p50, p99 = l.P50.String(), l.P99.String()
+		}
 		fmt.Fprintf(&b, "| %d | %d | %d | %s | %s | %d | %d | %d | %d | %d |\n", l.Index, l.Enqueued, l.Succeeded,
-			l.P50, l.P99, l.Completed, d.Created, d.Succeeded, d.Failed, d.Unended)
+			p50, p99, l.Completed, d.Created, d.Succeeded, d.Failed, d.Unended)
 	}
 	return b.String()
 }

@@ -106,7 +106,9 @@ func TestReportListsEveryFailedVerdict(t *testing.T) {
 	bad := r.NotFlat()
 	require.Len(t, bad, 1)
 	require.Equal(t, soak.MetricGoroutines, bad[0].Metric)
+	r.Latency = []soak.LatencyMinute{{Index: 2, Enqueued: 10, Succeeded: 0, NotSucceeded: 10, Completed: 3}}
 	md := r.Markdown()
+	require.Contains(t, md, "| 2 | 10 | 0 | – | – | 3 |", "no percentile of nothing")
 	require.Contains(t, md, "**thorax-0**")
 	require.Contains(t, md, "| 3 | 100.0 | 300 | 40 | 8 |\n| after the drain | 90.0 | 199 | 40 | 8 |")
 	require.Contains(t, md, "- thorax-0 goroutines: NOT FLAT (200 -> 300, +100, limit ±5)")
