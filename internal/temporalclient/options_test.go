@@ -85,7 +85,12 @@ func TestAPIKeyReachesTheFrontend(t *testing.T) {
 }
 
 func TestOptionsFromKeysAndProfile(t *testing.T) {
-	t.Parallel()
+	// A profile yields to the TEMPORAL_* variables, as in the temporal CLI; the test
+	// runs without those its stack exports.
+	for _, v := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE", "TEMPORAL_CONFIG_FILE"} {
+		t.Setenv(v, "")
+		require.NoError(t, os.Unsetenv(v))
+	}
 	certs, err := devcerts.Generate(t.TempDir(), nil)
 	require.NoError(t, err)
 	cert, key := certs.Pair("mandible")
