@@ -101,7 +101,8 @@ func TestMandibleStoppedMidDeploymentFailsNothing(t *testing.T) {
 		// The agents finish while Mandible is away; Thorax holds their results.
 		return strings.Contains(s.thorax.log(), "heartbeat failed")
 	}, time.Minute, 100*time.Millisecond)
-	<-time.After(4 * heartbeatTimeout)
+	// Long enough for gRPC's default reconnect backoff to grow past the timeout.
+	<-time.After(10 * heartbeatTimeout)
 	o := s.mandibleOptions
 	_, port, err := net.SplitHostPort(httpAddr)
 	require.NoError(t, err)

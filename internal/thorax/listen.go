@@ -32,7 +32,7 @@ func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
 	conn, ok := a.conns[addr]
 	if !ok {
 		var err error
-		conn, err = grpc.NewClient(addr, grpc.WithTransportCredentials(a.creds))
+		conn, err = grpc.NewClient(addr, grpc.WithTransportCredentials(a.creds), reconnectQuickly)
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -250,7 +251,7 @@ func (t *Thorax) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agents.listen %s: %w", t.cfg.Agents.Listen, err)
 	}
-	conn, err := grpc.NewClient(t.cfg.Mandible.Address, grpc.WithTransportCredentials(t.mandibleCreds))
+	conn, err := grpc.NewClient(t.cfg.Mandible.Address, grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("mandible.address %s: %w", t.cfg.Mandible.Address, err)
@@ -366,3 +367,17 @@ func buildVersion() string {
 	}
 	return "(devel)"
 }
+
+// reconnectQuickly caps gRPC's reconnect backoff (two minutes by default) at a
+// second: a Mandible that comes back is reached again at once, well within the
+// heartbeat timeout it grants every instance after its own recovery, and a listen
+// agent that restarts gets its next command without waiting.
+var reconnectQuickly = grpc.WithConnectParams(grpc.ConnectParams{
+	Backoff: grpcbackoff.Config{
+		BaseDelay:  100 * time.Millisecond,
+		Multiplier: 1.6,
+		Jitter:     0.2,
+		MaxDelay:   time.Second,
+	},
+	MinConnectTimeout: 5 * time.Second,
+})
