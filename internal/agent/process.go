@@ -54,14 +54,6 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 	finish := func() *mantisv1.CommandResult {
 		res.FinishedAt = timestamppb.Now()
 		res.Error = boundError(res.Error)
-		logger.InfoContext(ctx, "command finished",
-			"exit_code", res.ExitCode,
-			"duration", res.FinishedAt.AsTime().Sub(res.StartedAt.AsTime()),
-			"timed_out", res.TimedOut,
-			"cancelled", res.Cancelled,
-			"output_bytes", len(res.Output),
-			"output_truncated", res.OutputTruncated,
-			"error", res.Error)
 		return res
 	}
 
@@ -251,4 +243,18 @@ func environ(extra map[string]string) []string {
 		env = append(env, k+"="+extra[k])
 	}
 	return env
+}
+
+// logFinished logs a run's result. It is called once the result is journaled, so
+// that "command finished" in the log means a restart will report it, not run it.
+func (r *Runner) logFinished(ctx context.Context, cmd *mantisv1.Command, res *mantisv1.CommandResult) {
+	r.logger.InfoContext(ctx, "command finished",
+		"command_id", cmd.GetId(),
+		"exit_code", res.GetExitCode(),
+		"duration", res.GetFinishedAt().AsTime().Sub(res.GetStartedAt().AsTime()),
+		"timed_out", res.GetTimedOut(),
+		"cancelled", res.GetCancelled(),
+		"output_bytes", len(res.GetOutput()),
+		"output_truncated", res.GetOutputTruncated(),
+		"error", res.GetError())
 }

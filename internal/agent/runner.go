@@ -187,6 +187,7 @@ func (r *Runner) fly(ctx context.Context, cmd *mantisv1.Command, f *flight, slot
 		r.logger.ErrorContext(ctx, "journaling a result failed: a restart before it is reported would fail the run",
 			"command_id", cmd.GetId(), "error", err)
 	}
+	r.logFinished(ctx, cmd, res)
 	if slot {
 		r.release(1) // before the result is out, so its caller finds the slot free
 	}

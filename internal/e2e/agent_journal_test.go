@@ -84,7 +84,7 @@ func TestAgentKilledBeforeItsResultWasTakenReportsItOnceRestarted(t *testing.T) 
 	thaw()
 
 	s := c.waitCommand(t, request, 60*time.Second, "succeeded", "failed", "lost")
-	require.Equal(t, "succeeded", s.Status, "error: %v\nagent:\n%s", s.Error, restarted.log())
+	require.Equal(t, "succeeded", s.Status, "error: %s\nagent:\n%s", deref(s.Error), restarted.log())
 	require.NotNil(t, s.ExitCode)
 	require.Equal(t, 0, *s.ExitCode)
 	require.NotNil(t, s.Output)
@@ -102,4 +102,12 @@ func readOptional(t *testing.T, path string) string {
 	}
 	require.NoError(t, err)
 	return string(b)
+}
+
+// deref returns *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
