@@ -61,7 +61,8 @@ func heldUnder(ctx context.Context, db DB, replica, key string) ([]ClaimedReques
 	return out, nil
 }
 
-// claimKeyed is the seed's conditional UPDATE from pending to processing, recording key.
+// claimKeyed is the seed's conditional UPDATE from pending to processing, recording key
+// (none when it is empty).
 func claimKeyed(ctx context.Context, db DB, replica, key string, limit int) (ClaimResult, error) {
 	rows, err := db.Query(ctx, `
 		WITH candidates AS (
@@ -74,7 +75,7 @@ func claimKeyed(ctx context.Context, db DB, replica, key string, limit int) (Cla
 		), claimed AS (
 		    UPDATE pending_dispatch_requests p
 		    SET status = 'processing', claimed_by = $1, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
-		        claim_key = $3
+		        claim_key = nullif($3, '')
 		    FROM candidates c
 		    WHERE p.id = c.id AND p.status = 'pending'
 		    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at

@@ -269,53 +269,7 @@ type ClaimResult struct {
 // sees pending wins) with a new claim epoch; SKIP LOCKED on the load keeps replicas
 // from loading the same rows, so losses stay rare.
 func ClaimPending(ctx context.Context, db DB, replica string, limit int) (ClaimResult, error) {
-	rows, err := db.Query(ctx, `
-		WITH candidates AS (
-		    SELECT id, priority_rank, created_at
-		    FROM pending_dispatch_requests
-		    WHERE status = 'pending' AND next_attempt_at <= now() AND expires_at > now()
-		    ORDER BY priority_rank, created_at
-		    LIMIT $2
-		    FOR UPDATE SKIP LOCKED
-		), claimed AS (
-		    UPDATE pending_dispatch_requests p
-		    SET status = 'processing', claimed_by = $1, claimed_at = now(), claim_epoch = p.claim_epoch + 1
-		    FROM candidates c
-		    WHERE p.id = c.id AND p.status = 'pending'
-		    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
-		)
-		SELECT c.id, cl.claim_epoch, t.name, cl.priority, cl.attempts, cl.created_at
-		FROM candidates c
-		LEFT JOIN claimed cl ON cl.id = c.id
-		LEFT JOIN targets t ON t.id = cl.target_id
-		ORDER BY c.priority_rank, c.created_at`, replica, limit)
-	if err != nil {
-		return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
-	}
-	defer rows.Close()
-	var res ClaimResult
-	for rows.Next() {
-		var (
-			id       uuid.UUID
-			epoch    *int64
-			target   *string
-			priority *string
-			attempts *int
-			created  *time.Time
-		)
-		if err := rows.Scan(&id, &epoch, &target, &priority, &attempts, &created); err != nil {
-			return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
-		}
-		if epoch == nil {
-			res.Lost++
-			continue
-		}
-		res.Claimed = append(res.Claimed, ClaimedRequest{ID: id, Epoch: *epoch, Target: *target, Priority: *priority, Attempts: *attempts, CreatedAt: *created})
-	}
-	if err := rows.Err(); err != nil {
-		return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
-	}
-	return res, nil
+	return claimKeyed(ctx, db, replica, "", limit)
 }
 
 // Delivery outcomes of one claimed request.
