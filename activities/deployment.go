@@ -203,18 +203,8 @@ func (a *Activities) AwaitStepResults(ctx context.Context, in AwaitStepResultsIn
 	if err != nil {
 		return AwaitStepResultsResult{}, err
 	}
-	maxWait := in.MaxWait
-	if maxWait <= 0 {
-		maxWait = 30 * time.Second
-	}
-	var wake <-chan struct{}
-	if a.Notifications != nil {
-		sub := a.Notifications.Subscribe(ResultsChannel, id.String())
-		defer sub.Close()
-		wake = sub.C
-	}
-	deadline := time.NewTimer(maxWait)
-	defer deadline.Stop()
+	wake, deadline, stop := a.waitForResults(id, in.MaxWait)
+	defer stop()
 	for {
 		results, err := schema.StepResults(ctx, a.DB, id, in.Position, in.Waiting)
 		if err != nil {
@@ -289,4 +279,20 @@ func (a *Activities) CancelDeploymentWork(ctx context.Context, deploymentID stri
 		return 0, err
 	}
 	return schema.CancelDeploymentWork(ctx, a.DB, id)
+}
+
+// waitForResults is how an activity waits on a deployment's results: wake fires on
+// each result notification (nil without notifications), deadline after maxWait (30 s
+// when unset). Call stop when done.
+func (a *Activities) waitForResults(deployment uuid.UUID, maxWait time.Duration) (wake <-chan struct{}, deadline *time.Timer, stop func()) {
+	if maxWait <= 0 {
+		maxWait = 30 * time.Second
+	}
+	closeSub := func() {}
+	if a.Notifications != nil {
+		sub := a.Notifications.Subscribe(ResultsChannel, deployment.String())
+		wake, closeSub = sub.C, sub.Close
+	}
+	deadline = time.NewTimer(maxWait)
+	return wake, deadline, func() { deadline.Stop(); closeSub() }
 }

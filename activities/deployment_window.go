@@ -36,18 +36,8 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 	if err != nil {
 		return AdvanceStepResult{}, err
 	}
-	maxWait := in.MaxWait
-	if maxWait <= 0 {
-		maxWait = 30 * time.Second
-	}
-	var wake <-chan struct{}
-	if a.Notifications != nil {
-		sub := a.Notifications.Subscribe(ResultsChannel, id.String())
-		defer sub.Close()
-		wake = sub.C
-	}
-	deadline := time.NewTimer(maxWait)
-	defer deadline.Stop()
+	wake, deadline, stop := a.waitForResults(id, in.MaxWait)
+	defer stop()
 	for {
 		p, err := schema.AdvanceStep(ctx, a.DB, id, in.Position)
 		var inputErr *schema.InputError
