@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,21 +59,33 @@ func uniqueName(prefix string) string {
 
 func startReplica(t *testing.T, o replicaOptions) *replica {
 	t.Helper()
-	r := launchReplica(t, o)
-	require.Eventually(t, func() bool {
-		select {
-		case <-r.done:
+	// A free port can be taken by another test's process between its choice and the
+	// replica's bind: such a start is tried again on fresh ports.
+	for try := 1; ; try++ {
+		r := launchReplica(t, o)
+		healthy := false
+		require.Eventually(t, func() bool {
+			select {
+			case <-r.done:
+				return true
+			default:
+			}
+			resp, err := http.Get("http://" + r.HTTPAddr + "/healthz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			healthy = resp.StatusCode == http.StatusOK
+			return healthy
+		}, 60*time.Second, 100*time.Millisecond, "replica %s never became healthy", o.ID)
+		if healthy {
+			return r
+		}
+		if try == 3 || !strings.Contains(r.log(), "address already in use") {
 			t.Fatalf("replica %s exited during start-up:\n%s", o.ID, r.log())
-		default:
 		}
-		resp, err := http.Get("http://" + r.HTTPAddr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 100*time.Millisecond, "replica %s never became healthy", o.ID)
-	return r
+		t.Logf("replica %s lost a port to another process; starting it again", o.ID)
+	}
 }
 
 // launchReplica starts a Mandible process without waiting for it.
