@@ -95,6 +95,8 @@ func TestDLQListRequeuePurgeOverHTTP(t *testing.T) {
 	d.deadLetter(t, nudge)
 	d.deadLetter(t, "garbage")
 	d.deadLetter(t, nudge)
+	// Dead-lettering is asynchronous in the broker: wait until all three arrived.
+	require.Eventually(t, func() bool { return d.depth(t, broker.DeadLetterQ) == 3 }, 10*time.Second, 10*time.Millisecond)
 
 	code, body := call(t, d.url, http.MethodGet, "/api/v1/dlq?limit=2", "")
 	require.Equal(t, http.StatusOK, code, body)
