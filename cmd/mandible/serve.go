@@ -299,7 +299,11 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 	})
 	g.Go(func() error {
 		logger.InfoContext(gctx, "serving gRPC", "addr", grpcListener.Addr().String())
-		return grpcServer.Serve(grpcListener)
+		// A shutdown that wins the race with Serve's start is a clean stop.
+		if err := grpcServer.Serve(grpcListener); !errors.Is(err, grpc.ErrServerStopped) {
+			return err
+		}
+		return nil
 	})
 	g.Go(func() error {
 		<-gctx.Done()

@@ -347,7 +347,9 @@ func (t *Thorax) Run(ctx context.Context) error {
 	stopWork()
 	workers.Wait()
 	stopServer()
-	if err := <-serveErr; err != nil && failed == nil {
+	// Serve reports ErrServerStopped when the stop won the race with its
+	// start (a Thorax stopped right after it registered): that is a clean stop.
+	if err := <-serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) && failed == nil {
 		failed = fmt.Errorf("serving agents: %w", err)
 	}
 	stopHeartbeats()
