@@ -99,6 +99,10 @@ lint: ## go vet, staticcheck and workflowcheck.
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
+.PHONY: codelint
+codelint: ## Layout rules: functions <= 80 lines, files <= 400 (or say why), no SQL in Go strings.
+	$(GO) run ./tools/codelint .
+
 .PHONY: fmt
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
