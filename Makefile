@@ -99,6 +99,20 @@ lint: ## go vet, staticcheck and workflowcheck.
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
+SQLC_VERSION := v1.31.1
+SQLC         := $(shell $(GO) env GOPATH)/bin/sqlc
+
+$(SQLC):
+	$(GO) install github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
+
+.PHONY: sqlc
+sqlc: $(SQLC) ## Regenerate schema/internal/dbsqlc from schema/queries/*.sql (sqlc $(SQLC_VERSION)).
+	cd schema && $(SQLC) generate
+
+.PHONY: sqlc-check
+sqlc-check: $(SQLC) ## Fail when the generated query code is out of date with schema/queries.
+	cd schema && $(SQLC) diff
+
 .PHONY: codelint
 codelint: ## Layout rules: functions <= 80 lines, files <= 400 (or say why), no SQL in Go strings.
 	$(GO) run ./tools/codelint .

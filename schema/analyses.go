@@ -17,13 +17,6 @@ const (
 	AnalysisExternal = "external"
 )
 
-// Analysis states.
-const (
-	AnalysisQueued = "queued"
-	AnalysisDone   = "done"
-	AnalysisFailed = "failed"
-)
-
 // MaxAnalysisInput is how much of a command's output an analysis keeps: the end of it,
 // where failures are reported. StoreCommandResult keeps the same.
 const MaxAnalysisInput = 65536

@@ -13,15 +13,6 @@ import (
 	"github.com/mantis-deploy/mantis/internal/spec"
 )
 
-// Deployment states.
-const (
-	DeploymentPending   = "pending"
-	DeploymentRunning   = "running"
-	DeploymentSucceeded = "succeeded"
-	DeploymentFailed    = "failed"
-	DeploymentCancelled = "cancelled"
-)
-
 // NewDeployment is a deployment to record.
 type NewDeployment struct {
 	ID             uuid.UUID

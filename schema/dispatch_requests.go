@@ -32,15 +32,6 @@ const (
 	DispatchRequestTTL = 24 * time.Hour
 )
 
-// Dispatch request states.
-const (
-	StatusPending    = "pending"
-	StatusProcessing = "processing"
-	StatusDispatched = "dispatched"
-	StatusFailed     = "failed"
-	StatusExpired    = "expired"
-)
-
 // Priorities, in claim order.
 const (
 	PriorityHigh   = "high"
