@@ -17,6 +17,9 @@ const (
 	AnalysisExternal = "external"
 )
 
+// AnalysisSources lists every analysis source (analyses.source).
+var AnalysisSources = []string{AnalysisInternal, AnalysisExternal}
+
 // MaxAnalysisInput is how much of a command's output an analysis keeps: the end of it,
 // where failures are reported. StoreCommandResult keeps the same.
 const MaxAnalysisInput = 65536

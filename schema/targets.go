@@ -22,6 +22,9 @@ const (
 	ModeListen = "listen"
 )
 
+// Modes lists every target mode (targets.mode, command_queue.mode).
+var Modes = []string{ModePoll, ModeListen}
+
 // Target is a host Mantis runs commands on.
 type Target struct {
 	ID                 uuid.UUID         `json:"id"`
