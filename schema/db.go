@@ -6,7 +6,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
+
+// queries runs the statements sqlc generates from schema/queries; it holds no state,
+// so every function of the package shares it.
+var queries = dbsqlc.New()
 
 // DB is what the query functions need: a pool, a connection or a transaction.
 type DB interface {

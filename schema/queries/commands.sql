@@ -1,0 +1,81 @@
+-- Commands: what Thorax instances claim, run, hand back and report
+-- (schema/commands.go).
+
+-- name: InstanceStatus :one
+-- InstanceStatus reads a Thorax instance's state.
+SELECT status FROM thorax_instances WHERE id = @id::uuid;
+
+-- name: AssignPollTargets :exec
+-- AssignPollTargets makes the named poll-mode targets the instance's own.
+UPDATE targets SET assigned_instance_id = @instance_id::uuid, updated_at = now()
+WHERE name = ANY(@names::text[]) AND mode = 'poll' AND assigned_instance_id IS DISTINCT FROM @instance_id::uuid;
+
+-- name: ClaimCommands :many
+-- ClaimCommands claims up to max_rows queued commands for the instance — of listen-mode
+-- targets assigned to it and of the poll-mode targets it names, restricted to
+-- command_ids when that is not empty — each at a new lease epoch, in claim order:
+-- highest priority, then oldest.
+WITH due AS (
+    SELECT c.id FROM command_queue c
+    JOIN targets t ON t.id = c.target_id
+    WHERE c.status = 'queued'
+      AND ((t.mode = 'listen' AND t.assigned_instance_id = @instance_id::uuid)
+           OR (t.mode = 'poll' AND t.name = ANY(@poll_targets::text[])))
+      AND (coalesce(cardinality(@command_ids::uuid[]), 0) = 0 OR c.id = ANY(@command_ids::uuid[]))
+    ORDER BY c.priority_rank, c.created_at
+    LIMIT @max_rows::int
+    FOR UPDATE OF c SKIP LOCKED
+), claimed AS (
+    UPDATE command_queue c
+    SET status = 'running', holder_instance_id = @instance_id::uuid, lease_epoch = c.lease_epoch + 1, claimed_at = now()
+    FROM due, targets t
+    WHERE c.id = due.id AND t.id = c.target_id
+    RETURNING c.id, c.dispatch_request_id, t.name AS target, t.mode, c.command, c.timeout, c.priority, c.lease_epoch,
+              c.deployment_id, c.step_position, c.env, coalesce(c.working_dir, '')::text AS working_dir,
+              coalesce(t.address, '')::text AS listen_address, c.max_retries, c.priority_rank, c.created_at
+)
+SELECT id, dispatch_request_id, target, mode, command, timeout, priority, lease_epoch, deployment_id, step_position,
+       env, working_dir, listen_address, max_retries
+FROM claimed
+ORDER BY priority_rank, created_at;
+
+-- name: StoreCommandResult :one
+-- StoreCommandResult records a running command's result at lease_epoch, the fencing
+-- token, in one statement with its target event and, for a failure, its analysis
+-- request. No row means nothing was stored.
+WITH stored AS (
+    UPDATE command_queue c
+    SET status = @status::text, exit_code = @exit_code::int, output = @output::text,
+        output_truncated = @output_truncated::bool, error = sqlc.narg(error)::text,
+        started_at = sqlc.narg(started_at)::timestamptz, finished_at = sqlc.narg(finished_at)::timestamptz,
+        output_raw = @output_raw::bytea, result_instance_id = @instance_id::uuid
+    FROM targets t
+    WHERE c.id = @command_id::uuid AND c.lease_epoch = @lease_epoch::bigint AND c.status = 'running' AND t.id = c.target_id
+    RETURNING c.id, c.deployment_id, c.step_position, t.name
+), event AS (
+    INSERT INTO deployment_events (deployment_id, type, data)
+    SELECT s.deployment_id, 'target.' || @status::text,
+           jsonb_build_object('step_position', s.step_position, 'target', s.name, 'command_id', s.id,
+                              'exit_code', @exit_code::int, 'output_tail', @output_tail::text,
+                              'output_truncated', @output_truncated::bool)
+           || CASE WHEN sqlc.narg(error)::text IS NULL THEN '{}'::jsonb
+                   ELSE jsonb_build_object('error', sqlc.narg(error)::text) END
+    FROM stored s WHERE s.deployment_id IS NOT NULL
+), analysis AS (
+    INSERT INTO analyses (command_id, source, input)
+    SELECT s.id, 'internal', right(@analysis_input::text, @max_analysis_input::int) FROM stored s
+    WHERE @status::text = 'failed'
+    ON CONFLICT (command_id) DO NOTHING
+)
+SELECT deployment_id, step_position, name FROM stored;
+
+-- name: CommandExists :one
+-- CommandExists reports whether a command row exists.
+SELECT EXISTS (SELECT 1 FROM command_queue WHERE id = @id::uuid);
+
+-- name: ReleaseCommands :execrows
+-- ReleaseCommands hands the commands the instance holds at the given epochs (ids and
+-- epochs side by side) back to the queue unrun.
+UPDATE command_queue c SET status = 'queued', holder_instance_id = NULL, claimed_at = NULL
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@epochs::bigint[]) AS epoch) AS l
+WHERE c.id = l.id AND c.lease_epoch = l.epoch AND c.holder_instance_id = @instance_id::uuid AND c.status = 'running';

@@ -1,0 +1,50 @@
+-- Deliver: what became of each claimed request, recorded in one transaction
+-- (schema/deliver.go).
+
+-- name: LoadClaimedBatch :many
+-- LoadClaimedBatch locks the claimed requests and reads what their delivery needs:
+-- whether replica still holds each at its epoch, its target's liveness, and the command
+-- an earlier run of the same delivery wrote.
+SELECT p.id, p.status,
+       (p.claim_epoch = b.epoch AND p.claimed_by IS NOT DISTINCT FROM @replica::text)::bool AS held,
+       p.attempts, (p.expires_at <= now())::bool AS expired, (now() - p.created_at)::interval AS queued,
+       p.last_error, p.next_attempt_at, p.priority, t.name AS target, t.mode, t.assigned_instance_id,
+       EXISTS (SELECT 1 FROM thorax_instances i
+               WHERE i.id = t.assigned_instance_id AND i.status = 'live'
+                 AND i.last_heartbeat_at > now() - @heartbeat_timeout::interval)::bool AS live,
+       (t.deregistered_at IS NOT NULL)::bool AS deregistered,
+       (SELECT c.id FROM command_queue c
+        WHERE c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts) AS existing_command_id
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@epochs::bigint[]) AS epoch) AS b
+JOIN pending_dispatch_requests p ON p.id = b.id
+JOIN targets t ON t.id = p.target_id
+FOR UPDATE OF p;
+
+-- name: RecordDeliveryOutcomes :many
+-- RecordDeliveryOutcomes writes a command_queue row for each dispatched request
+-- (command_ids, command_requests and command_retries side by side) and moves each
+-- request of request_ids to its new status: dispatched; pending again after a backoff
+-- (added to the database clock, the one all replicas share); failed; or expired. A
+-- failed delivery (pending or failed) counts an attempt. It returns each request's next
+-- attempt time.
+WITH commands AS (
+    INSERT INTO command_queue (id, dispatch_request_id, dispatch_attempt, target_id, deployment_id, step_position,
+                               command, timeout, env, working_dir, priority, mode, assigned_instance_id, max_retries)
+    SELECT n.id, p.id, p.attempts, p.target_id, p.deployment_id, p.step_position,
+           p.command, p.timeout, p.env, p.working_dir, p.priority, t.mode, t.assigned_instance_id, n.retries
+    FROM (SELECT unnest(@command_ids::uuid[]) AS id, unnest(@command_requests::uuid[]) AS req,
+                 unnest(@command_retries::int[]) AS retries) AS n
+    JOIN pending_dispatch_requests p ON p.id = n.req
+    JOIN targets t ON t.id = p.target_id
+)
+UPDATE pending_dispatch_requests p
+SET status = o.status,
+    attempts = CASE WHEN o.status IN ('pending', 'failed') THEN p.attempts + 1 ELSE p.attempts END,
+    dispatched_at = CASE WHEN o.status = 'dispatched' THEN now() ELSE p.dispatched_at END,
+    finished_at = CASE WHEN o.status IN ('failed', 'expired') THEN now() ELSE p.finished_at END,
+    next_attempt_at = CASE WHEN o.status = 'pending' THEN now() + dispatch_backoff(p.attempts + 1)
+                           ELSE p.next_attempt_at END,
+    last_error = nullif(o.err, '')
+FROM (SELECT unnest(@request_ids::uuid[]) AS id, unnest(@statuses::text[]) AS status, unnest(@errors::text[]) AS err) AS o
+WHERE p.id = o.id
+RETURNING p.id, p.next_attempt_at;
