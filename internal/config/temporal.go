@@ -18,6 +18,16 @@ type Temporal struct {
 	// (default mantis-deployments). Installations sharing a namespace need their own.
 	DeploymentTaskQueue string `toml:"deployment_task_queue"`
 
+	// SearchAttributes says what Mandible does at start with the custom search
+	// attributes it needs: SearchAttributesRegister (the default) adds the missing ones
+	// through the operator API and waits until the namespace accepts them;
+	// SearchAttributesCheck only checks that they exist, for a role without the
+	// operator API or Temporal Cloud, and stops start-up naming the commands that add them.
+	SearchAttributes string `toml:"search_attributes"`
+	// SearchAttributesWait bounds the wait for a namespace to accept attributes just
+	// registered (a real cluster's namespace cache takes up to ~10 s); default 60 s.
+	SearchAttributesWait Duration `toml:"search_attributes_wait"`
+
 	// Profile, when set, takes the connection (address, namespace, TLS, API key) from
 	// that profile of the Temporal client configuration file, with the TEMPORAL_*
 	// environment variables applied as the temporal CLI does; the keys below that
@@ -48,6 +58,12 @@ type Temporal struct {
 	CodecKeysDir string `toml:"codec_keys_dir"`
 	CodecKeyID   string `toml:"codec_key_id"`
 }
+
+// What Mandible does with its search attributes at start (Temporal.SearchAttributes).
+const (
+	SearchAttributesRegister = "register"
+	SearchAttributesCheck    = "check"
+)
 
 // CodecEnabled reports whether payloads are encrypted.
 func (t Temporal) CodecEnabled() bool { return t.CodecKeyFile != "" || t.CodecKeysDir != "" }
@@ -82,6 +98,9 @@ func (t Temporal) validate(p *problems) {
 		p.add("temporal.cert_path", "cert_path and key_path are set together or not at all")
 	}
 	p.required("temporal.deployment_task_queue", t.DeploymentTaskQueue, "required")
+	if t.SearchAttributes != SearchAttributesRegister && t.SearchAttributes != SearchAttributesCheck {
+		p.add("temporal.search_attributes", "must be %q or %q, got %q", SearchAttributesRegister, SearchAttributesCheck, t.SearchAttributes)
+	}
 	if t.CodecKeyFile != "" && t.CodecKeysDir != "" {
 		p.add("temporal.codec_keys_dir", "set codec_key_file or codec_keys_dir, not both")
 	}

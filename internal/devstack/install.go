@@ -23,6 +23,11 @@ func Install(ctx context.Context, logger *slog.Logger, opts Options) error {
 			}
 		}
 	}
+	if opts.Temporal && opts.TemporalServer {
+		if err := TemporalServerTools(ctx, logger); err != nil {
+			return err
+		}
+	}
 	var pkgs []string
 	if opts.RabbitMQ {
 		if _, err := os.Stat("/usr/lib/rabbitmq/bin/rabbitmq-server"); err != nil {

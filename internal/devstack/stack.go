@@ -55,6 +55,10 @@ type Options struct {
 	Postgres  bool
 	RabbitMQ  bool
 	Temporal  bool
+	// TemporalServer runs the production temporal-server (PostgreSQL persistence and
+	// SQL visibility in the stack's PostgreSQL, plus the Web UI server) instead of
+	// the dev server. It needs Postgres.
+	TemporalServer bool
 	// UICodecEndpoint, when set, is the remote codec the Temporal Web UI decodes
 	// payloads with (Mandible's /codec).
 	UICodecEndpoint string
@@ -78,6 +82,9 @@ type Stack struct {
 	dataRoot string
 	// starters start each enabled server again on its ports and data (restart.go).
 	starters map[Server]func(context.Context) error
+	// temporalServerPorts are the production Temporal server's internal ports,
+	// chosen at its first start.
+	temporalServerPorts *temporalServerPorts
 }
 
 // Start brings up the selected servers, in parallel, and returns once all are ready.
@@ -91,6 +98,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	opts.Dir = dir
+	if opts.TemporalServer && opts.Temporal && !opts.Postgres {
+		return nil, errors.New("the production Temporal server keeps its data in the stack's PostgreSQL: enable Postgres too")
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating stack directory: %w", err)
 	}
@@ -134,15 +144,23 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			}, password)
 		},
 		ServerTemporal: func(ctx context.Context) error {
-			return s.startTemporal(ctx, filepath.Join(dir, "temporal"), temporalPorts{
+			ports := temporalPorts{
 				Frontend: s.Ports.Temporal, UI: s.Ports.TemporalUI, HTTP: s.Ports.TemporalHTTP, Metrics: s.Ports.TemporalMetrics,
-			})
+			}
+			if opts.TemporalServer {
+				return s.startTemporalServer(ctx, filepath.Join(dir, "temporal-server"), ports)
+			}
+			return s.startTemporal(ctx, filepath.Join(dir, "temporal"), ports)
 		},
 	}
 	run(0, opts.Postgres, func() error { return s.starters[ServerPostgres](ctx) })
 	run(1, opts.RabbitMQ, func() error { return s.starters[ServerRabbitMQ](ctx) })
-	run(2, opts.Temporal, func() error { return s.starters[ServerTemporal](ctx) })
+	run(2, opts.Temporal && !opts.TemporalServer, func() error { return s.starters[ServerTemporal](ctx) })
 	wg.Wait()
+	// The production server keeps its data in PostgreSQL: it starts once that is up.
+	if errors.Join(errs...) == nil && opts.Temporal && opts.TemporalServer {
+		errs[2] = s.starters[ServerTemporal](ctx)
+	}
 	if err := errors.Join(errs...); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
