@@ -17,11 +17,6 @@ import (
 	"github.com/mantis-deploy/mantis/schema"
 )
 
-// Error types of the deployment activities that retrying cannot fix.
-const (
-	InvalidSpec = "InvalidSpec"
-)
-
 // ResultsChannel is the notification channel of deployment results (migration 004).
 const ResultsChannel = "mantis_deployment_results"
 

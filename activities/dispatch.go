@@ -61,7 +61,7 @@ func claimKey(ctx context.Context) string {
 func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimBatchResult, error) {
 	if in.ReplicaID == "" || in.Limit <= 0 {
 		return ClaimBatchResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), "InvalidInput", nil)
+			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), InvalidInput, nil)
 	}
 	a.ClaimClock.ClaimStarted()
 	res, err := schema.ClaimPendingFor(ctx, a.DB, in.ReplicaID, claimKey(ctx), min(in.Limit, MaxClaimBatch))
@@ -119,7 +119,7 @@ func nudgeOf(c schema.DispatchedCommand) broker.Nudge {
 // row is the command, the nudge only makes it faster.
 func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (DeliverBatchResult, error) {
 	if in.ReplicaID == "" {
-		return DeliverBatchResult{}, temporal.NewNonRetryableApplicationError("deliver input: replica_id required", "InvalidInput", nil)
+		return DeliverBatchResult{}, temporal.NewNonRetryableApplicationError("deliver input: replica_id required", InvalidInput, nil)
 	}
 	outcomes, err := schema.DeliverClaimed(ctx, a.DB, in.ReplicaID, in.Requests, schema.DeliverOptions{HeartbeatTimeout: a.Dispatch.HeartbeatTimeout})
 	if err != nil {

@@ -9,11 +9,6 @@ import (
 	"github.com/mantis-deploy/mantis/internal/broker"
 )
 
-// TopologyPreconditionFailed is the error type of a declaration the broker refused
-// because a queue exists with other arguments. It is not retried: only an operator
-// can fix it.
-const TopologyPreconditionFailed = "TopologyPreconditionFailed"
-
 // Broker is Mandible's RabbitMQ client.
 type Broker interface {
 	DeclareTopology(ctx context.Context) error
@@ -33,7 +28,7 @@ type DeclareTopologyResult struct {
 // steps.
 func (a *Activities) DeclareTopology(ctx context.Context) (DeclareTopologyResult, error) {
 	if a.Broker == nil {
-		return DeclareTopologyResult{}, temporal.NewNonRetryableApplicationError("no broker configured ([queue] enabled = false)", "NoBroker", nil)
+		return DeclareTopologyResult{}, temporal.NewNonRetryableApplicationError("no broker configured ([queue] enabled = false)", NoBroker, nil)
 	}
 	if err := a.Broker.DeclareTopology(ctx); err != nil {
 		var pre *broker.PreconditionError

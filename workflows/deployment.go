@@ -49,9 +49,6 @@ type StepResult struct {
 	FailedTargets []schema.TargetResult `json:"failed_targets,omitempty"`
 }
 
-// DeploymentFailed is the error type of a deployment that ran and failed.
-const DeploymentFailed = "DeploymentFailed"
-
 // windowInDatabaseChange is the workflow.GetVersion change id of the deployment that
 // keeps each step's window on the database side and continues as new when its history
 // grows. Runs recorded before it replay through legacyDeployment.

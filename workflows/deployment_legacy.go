@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
@@ -16,12 +15,12 @@ import (
 const awaitMaxWait = 30 * time.Second
 
 // legacyDeployment is the Deployment workflow as it ran before windowInDatabaseChange:
-// runs recorded by it replay through it, unchanged. For each step it enqueues the targets' dispatch requests (at most max_parallel at a
-// time) and waits for their results, which reach it in batches. A failed step stops
-// the deployment unless continue_on_error. Cancelling the workflow cancels what has
-// not finished and ends the deployment cancelled.
+// runs recorded by it replay through it, unchanged. For each step it enqueues the
+// targets' dispatch requests (at most max_parallel at a time) and waits for their
+// results, which reach it in batches. A failed step stops the deployment unless
+// continue_on_error. Cancelling the workflow cancels what has not finished and ends the
+// deployment cancelled.
 func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, error) {
-	logger := workflow.GetLogger(ctx)
 	var a *activities.Activities
 	retry := deploymentRetry()
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry})
@@ -39,91 +38,55 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 		return DeploymentResult{}, err
 	}
 	result := DeploymentResult{DeploymentID: started.DeploymentID, Status: schema.DeploymentRunning}
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		DeploymentIDSearchAttribute.ValueSet(started.DeploymentID),
-		DeploymentNameSearchAttribute.ValueSet(s.Name),
-		DeploymentPrioritySearchAttribute.ValueSet(s.Priority),
-		DeploymentStatusSearchAttribute.ValueSet(schema.DeploymentRunning))
+	upsertDeploymentStarted(ctx, started.DeploymentID, s)
 
-	status, reason := schema.DeploymentSucceeded, ""
-	var stepErr error
+	status, reason, stepErr := legacyRunSteps(ctx, started, s, &result)
+	// Ending runs even when the workflow was cancelled.
+	endCtx, _ := workflow.NewDisconnectedContext(short)
+	if stepErr != nil || status == schema.DeploymentCancelled {
+		cancelDeploymentWork(endCtx, started.DeploymentID)
+	}
+	if stepErr != nil {
+		k := len(result.Steps) - 1
+		result.Steps[k] = finishInterruptedStep(endCtx, started.DeploymentID, k, result.Steps[k], status)
+	}
+	// Steps that never ran are skipped.
+	for i := len(result.Steps); i < len(s.Steps); i++ {
+		result.Steps = append(result.Steps, StepResult{Name: s.Steps[i].Name, Status: schema.StepSkipped, Skipped: len(started.Targets)})
+		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
+			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: schema.StepSkipped,
+			Skipped: len(started.Targets)}).Get(endCtx, nil); err != nil {
+			workflow.GetLogger(ctx).Error("skipping step failed", "step", s.Steps[i].Name, "error", err)
+		}
+	}
+	return finishDeployment(endCtx, result, status, reason)
+}
+
+// legacyRunSteps runs the deployment's steps in order, appending each step's summary to
+// result, until one stops the deployment or the workflow is cancelled. It returns the
+// deployment's status and reason, and the error that interrupted a step, if any.
+func legacyRunSteps(ctx workflow.Context, started activities.StartDeploymentResult, s spec.Deployment, result *DeploymentResult) (status, reason string, stepErr error) {
 	for i, step := range s.Steps {
 		if ctx.Err() != nil {
-			status, reason = schema.DeploymentCancelled, "cancelled"
-			break
+			return schema.DeploymentCancelled, cancelledReason, nil
 		}
 		sr, err := legacyRunStep(ctx, started, s, i, step)
 		result.Steps = append(result.Steps, sr)
 		if err != nil {
-			stepErr = err
-			if temporal.IsCanceledError(err) || ctx.Err() != nil {
-				status, reason = schema.DeploymentCancelled, "cancelled"
-			} else {
-				status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s: %v", step.Name, err)
-			}
-			break
+			status, reason = interruptedStatus(ctx, step, err)
+			return status, reason, err
 		}
-		if sr.Status == "failed" && !step.ContinueOnError {
-			status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s failed on %d of %d targets", step.Name, sr.Failed, sr.Succeeded+sr.Failed+sr.Skipped)
-			break
+		if stop, why := stopsDeployment(step, sr); stop {
+			return schema.DeploymentFailed, why, nil
 		}
 	}
-
-	// Ending runs even when the workflow was cancelled.
-	endCtx, _ := workflow.NewDisconnectedContext(short)
-	if stepErr != nil || status == schema.DeploymentCancelled {
-		// Stop what the interrupted step left outstanding.
-		var n int
-		if err := workflow.ExecuteActivity(endCtx, a.CancelDeploymentWork, started.DeploymentID).Get(endCtx, &n); err != nil {
-			logger.Error("cancelling deployment work failed", "error", err)
-		}
-	}
-	if stepErr != nil {
-		k := len(result.Steps) - 1
-		end := "failed"
-		if status == schema.DeploymentCancelled {
-			end = "cancelled"
-		}
-		sr := &result.Steps[k]
-		sr.Status = end
-		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: k}, Status: end,
-			Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(endCtx, nil); err != nil {
-			logger.Error("finishing interrupted step failed", "step", sr.Name, "error", err)
-		}
-	}
-	// Steps that never ran are skipped.
-	for i := len(result.Steps); i < len(s.Steps); i++ {
-		result.Steps = append(result.Steps, StepResult{Name: s.Steps[i].Name, Status: "skipped", Skipped: len(started.Targets)})
-		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: "skipped",
-			Skipped: len(started.Targets)}).Get(endCtx, nil); err != nil {
-			logger.Error("skipping step failed", "step", s.Steps[i].Name, "error", err)
-		}
-	}
-	var final string
-	if err := workflow.ExecuteActivity(endCtx, a.FinishDeployment, activities.FinishDeploymentInput{
-		DeploymentID: started.DeploymentID, Status: status, Reason: reason}).Get(endCtx, &final); err != nil {
-		return result, err
-	}
-	result.Status = final
-	_ = workflow.UpsertTypedSearchAttributes(endCtx, DeploymentStatusSearchAttribute.ValueSet(final))
-	switch final {
-	case schema.DeploymentSucceeded:
-		return result, nil
-	case schema.DeploymentCancelled:
-		return result, temporal.NewCanceledError(reason)
-	default:
-		if reason == "" {
-			reason = "the deployment failed"
-		}
-		return result, temporal.NewNonRetryableApplicationError(reason, DeploymentFailed, nil, result)
-	}
+	return schema.DeploymentSucceeded, "", nil
 }
 
 // legacyRunStep runs one step on every target, at most MaxParallel at a time, and returns
-// its summary, shipping the waited-for targets to every AwaitStepResults call. A failure on some target does not stop the targets already running,
-// but no further ones start unless the step continues on error.
+// its summary, shipping the waited-for targets to every AwaitStepResults call. A failure
+// on some target does not stop the targets already running, but no further ones start
+// unless the step continues on error.
 func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.Deployment, pos int, step spec.Step) (StepResult, error) {
 	var a *activities.Activities
 	sr := StepResult{Name: step.Name}
@@ -161,12 +124,7 @@ func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s s
 		return sr, err
 	}
 	for len(waiting) > 0 {
-		names := make([]string, 0, len(waiting))
-		for _, t := range targets { // in target order: deterministic
-			if waiting[t] {
-				names = append(names, t)
-			}
-		}
+		names := inTargetOrder(targets, waiting)
 		var got activities.AwaitStepResultsResult
 		awaitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: awaitMaxWait + 30*time.Second, HeartbeatTimeout: 10 * time.Second, RetryPolicy: retry,
@@ -177,22 +135,7 @@ func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s s
 			sr.Skipped = len(targets) - next
 			return sr, err
 		}
-		ended := 0
-		for _, r := range got.Results {
-			if !waiting[r.Target] {
-				continue
-			}
-			delete(waiting, r.Target)
-			ended++
-			if r.Status == "succeeded" {
-				sr.Succeeded++
-			} else {
-				sr.Failed++
-				if len(sr.FailedTargets) < 20 {
-					sr.FailedTargets = append(sr.FailedTargets, r)
-				}
-			}
-		}
+		ended := tallyResults(&sr, got.Results, waiting)
 		if sr.Failed == 0 || step.ContinueOnError {
 			if err := enqueue(ended); err != nil {
 				sr.Skipped = len(targets) - next
@@ -201,13 +144,47 @@ func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s s
 		}
 	}
 	sr.Skipped = len(targets) - next
-	sr.Status = "succeeded"
+	sr.Status = schema.StepSucceeded
 	if sr.Failed > 0 {
-		sr.Status = "failed"
+		sr.Status = schema.StepFailed
 	}
 	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("finish step %s: %s", step.Name, sr.Status)), a.FinishStep, activities.FinishStepInput{
 		StepInput: stepIn, Status: sr.Status, Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(ctx, nil); err != nil {
 		return sr, err
 	}
 	return sr, nil
+}
+
+// inTargetOrder lists the waited-for targets in target order: deterministic, unlike
+// iterating the map.
+func inTargetOrder(targets []string, waiting map[string]bool) []string {
+	names := make([]string, 0, len(waiting))
+	for _, t := range targets {
+		if waiting[t] {
+			names = append(names, t)
+		}
+	}
+	return names
+}
+
+// tallyResults counts the results of waited-for targets into sr, removes those
+// targets from waiting, and returns how many ended.
+func tallyResults(sr *StepResult, results []schema.TargetResult, waiting map[string]bool) int {
+	ended := 0
+	for _, r := range results {
+		if !waiting[r.Target] {
+			continue
+		}
+		delete(waiting, r.Target)
+		ended++
+		if r.Status == schema.CommandSucceeded {
+			sr.Succeeded++
+			continue
+		}
+		sr.Failed++
+		if len(sr.FailedTargets) < maxFailedTargets {
+			sr.FailedTargets = append(sr.FailedTargets, r)
+		}
+	}
+	return ended
 }

@@ -424,7 +424,7 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
-		require.Equal(t, DeploymentFailed, appErr.Type())
+		require.Equal(t, activities.DeploymentFailed, appErr.Type())
 		require.True(t, appErr.NonRetryable())
 		require.Contains(t, appErr.Error(), "step step-0 failed on 1 of 5 targets")
 
@@ -650,7 +650,7 @@ func TestDeploymentSearchAttributes(t *testing.T) {
 
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
-		require.Equal(t, DeploymentFailed, appErr.Type())
+		require.Equal(t, activities.DeploymentFailed, appErr.Type())
 		require.Equal(t, schema.DeploymentFailed, res.Status)
 		upserts := dt.searchAttributeUpserts()
 		require.NotEmpty(t, upserts)

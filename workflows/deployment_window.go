@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
@@ -53,18 +52,14 @@ func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentRes
 	if err != nil {
 		return DeploymentResult{}, err
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx,
-		DeploymentIDSearchAttribute.ValueSet(p.DeploymentID),
-		DeploymentNameSearchAttribute.ValueSet(s.Name),
-		DeploymentPrioritySearchAttribute.ValueSet(s.Priority),
-		DeploymentStatusSearchAttribute.ValueSet(schema.DeploymentRunning))
+	upsertDeploymentStarted(ctx, p.DeploymentID, s)
 
 	budget := &runBudget{}
 	status, reason := schema.DeploymentSucceeded, ""
 	var interrupted *StepResult
 	for p.Step < len(s.Steps) {
 		if ctx.Err() != nil {
-			status, reason = schema.DeploymentCancelled, "cancelled"
+			status, reason = schema.DeploymentCancelled, cancelledReason
 			break
 		}
 		step := s.Steps[p.Step]
@@ -76,17 +71,13 @@ func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentRes
 		}
 		if err != nil {
 			interrupted = &sr
-			if temporal.IsCanceledError(err) || ctx.Err() != nil {
-				status, reason = schema.DeploymentCancelled, "cancelled"
-			} else {
-				status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s: %v", step.Name, err)
-			}
+			status, reason = interruptedStatus(ctx, step, err)
 			break
 		}
 		p.Steps = append(p.Steps, sr)
 		p.Step++
-		if sr.Status == "failed" && !step.ContinueOnError {
-			status, reason = schema.DeploymentFailed, fmt.Sprintf("step %s failed on %d of %d targets", step.Name, sr.Failed, sr.Succeeded+sr.Failed+sr.Skipped)
+		if stop, why := stopsDeployment(step, sr); stop {
+			status, reason = schema.DeploymentFailed, why
 			break
 		}
 	}
@@ -152,54 +143,23 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 // step left outstanding and records that step's end, skips the steps that never ran,
 // and records the deployment's end. It runs even when the workflow was cancelled.
 func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, status, reason string, interrupted *StepResult) (DeploymentResult, error) {
-	logger := workflow.GetLogger(ctx)
 	var a *activities.Activities
 	endCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()}))
 	if interrupted != nil || status == schema.DeploymentCancelled {
-		var n int
-		if err := workflow.ExecuteActivity(endCtx, a.CancelDeploymentWork, p.DeploymentID).Get(endCtx, &n); err != nil {
-			logger.Error("cancelling deployment work failed", "error", err)
-		}
+		cancelDeploymentWork(endCtx, p.DeploymentID)
 	}
 	if interrupted != nil {
-		sr := *interrupted
-		sr.Status = "failed"
-		if status == schema.DeploymentCancelled {
-			sr.Status = "cancelled"
-		}
-		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-			StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: p.Step}, Status: sr.Status,
-			Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(endCtx, nil); err != nil {
-			logger.Error("finishing interrupted step failed", "step", sr.Name, "error", err)
-		}
-		p.Steps = append(p.Steps, sr)
+		p.Steps = append(p.Steps, finishInterruptedStep(endCtx, p.DeploymentID, p.Step, *interrupted, status))
 	}
 	if from := len(p.Steps); from < len(s.Steps) {
 		if err := workflow.ExecuteActivity(endCtx, a.SkipSteps, activities.SkipStepsInput{DeploymentID: p.DeploymentID, From: from}).Get(endCtx, nil); err != nil {
-			logger.Error("skipping steps failed", "from", from, "error", err)
+			workflow.GetLogger(ctx).Error("skipping steps failed", "from", from, "error", err)
 		}
 		for _, st := range s.Steps[from:] {
-			p.Steps = append(p.Steps, StepResult{Name: st.Name, Status: "skipped", Skipped: p.Targets})
+			p.Steps = append(p.Steps, StepResult{Name: st.Name, Status: schema.StepSkipped, Skipped: p.Targets})
 		}
 	}
 	result := DeploymentResult{DeploymentID: p.DeploymentID, Status: schema.DeploymentRunning, Steps: p.Steps}
-	var final string
-	if err := workflow.ExecuteActivity(endCtx, a.FinishDeployment, activities.FinishDeploymentInput{
-		DeploymentID: p.DeploymentID, Status: status, Reason: reason}).Get(endCtx, &final); err != nil {
-		return result, err
-	}
-	result.Status = final
-	_ = workflow.UpsertTypedSearchAttributes(endCtx, DeploymentStatusSearchAttribute.ValueSet(final))
-	switch final {
-	case schema.DeploymentSucceeded:
-		return result, nil
-	case schema.DeploymentCancelled:
-		return result, temporal.NewCanceledError(reason)
-	default:
-		if reason == "" {
-			reason = "the deployment failed"
-		}
-		return result, temporal.NewNonRetryableApplicationError(reason, DeploymentFailed, nil, result)
-	}
+	return finishDeployment(endCtx, result, status, reason)
 }

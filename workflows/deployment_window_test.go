@@ -153,7 +153,7 @@ func TestWindowedDeploymentStopsOnAFailedStepAndSkipsTheRest(t *testing.T) {
 	res, err := wt.run(DeploymentInput{Deployment: deploymentSpec([]string{"web-1"}, 4)})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "got %v", err)
-	require.Equal(t, DeploymentFailed, appErr.Type())
+	require.Equal(t, activities.DeploymentFailed, appErr.Type())
 	require.Equal(t, schema.DeploymentFailed, res.Status)
 	require.Equal(t, []StepResult{
 		{Name: "step-0", Status: "succeeded", Succeeded: 3},

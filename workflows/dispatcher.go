@@ -29,13 +29,16 @@ type DispatcherInput struct {
 
 const defaultRoundsPerRun = 200
 
+// defaultProcessingTimeout is the processing timeout of an input that sets none.
+const defaultProcessingTimeout = 300 * time.Second
+
 // Dispatcher is the per-replica dispatch loop: claim a batch, deliver it, then wait for
 // the tick or a wake-up, going round again at once while batches come back full.
 // Maintenance (orphan reclaim, expiry, undelivered commands) runs on every tick.
 func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 	if in.ReplicaID == "" || in.BatchSize <= 0 || in.PollInterval <= 0 {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("dispatcher input: replica_id, batch_size and poll_interval are required, got %+v", in), "InvalidInput", nil)
+			fmt.Sprintf("dispatcher input: replica_id, batch_size and poll_interval are required, got %+v", in), activities.InvalidInput, nil)
 	}
 	rounds := in.RoundsPerRun
 	if rounds <= 0 {
@@ -43,75 +46,25 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 	}
 	processing := in.ProcessingTimeout
 	if processing <= 0 {
-		processing = 300 * time.Second
+		processing = defaultProcessingTimeout
 	}
-	logger := workflow.GetLogger(ctx)
 	wake := workflow.GetSignalChannel(ctx, WakeSignal)
-	var a *activities.Activities
-
-	retry := &temporal.RetryPolicy{
-		InitialInterval:        time.Second,
-		BackoffCoefficient:     2,
-		MaximumInterval:        10 * time.Second,
-		NonRetryableErrorTypes: []string{"InvalidInput"},
-	}
-	claimOpts := workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry}
-	// A delivery past the processing timeout is pointless: the rows are reclaimed and its
-	// writes would be refused as stale.
-	deliverOpts := workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, ScheduleToCloseTimeout: processing, RetryPolicy: retry}
-	// Maintenance must not hold up the claims behind it: a few attempts, then it waits for
-	// the next tick.
-	maintainRetry := *retry
-	maintainRetry.MaximumAttempts = 3
-	maintainOpts := workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, RetryPolicy: &maintainRetry,
-		Summary: "reclaim orphans, expire 24h-old requests, requeue undelivered commands"}
+	opts := newDispatcherOptions(processing)
 
 	lastMaintenance := time.Time{}
 	for round := 0; round < rounds && !historyLong(ctx); round++ {
 		if now := workflow.Now(ctx); now.Sub(lastMaintenance) >= in.PollInterval {
-			var m activities.MaintainDispatchQueueResult
-			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, maintainOpts), a.MaintainDispatchQueue,
-				activities.MaintainDispatchQueueInput{ReplicaID: in.ReplicaID}).Get(ctx, &m); err != nil {
-				logger.Warn("dispatch maintenance failed", "error", err)
-			}
+			maintain(ctx, opts.maintain, in.ReplicaID)
 			lastMaintenance = now
 		}
-
-		claimOpts.Summary = fmt.Sprintf("claim up to %d pending requests for replica %s", in.BatchSize, in.ReplicaID)
-		var claim activities.ClaimBatchResult
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, claimOpts), a.ClaimBatch,
-			activities.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize}).Get(ctx, &claim); err != nil {
+		claimed, err := claimAndDeliver(ctx, opts, in)
+		if err != nil {
 			return err
 		}
-		if n := len(claim.Claimed); n > 0 {
-			refs := make([]schema.ClaimRef, n)
-			for i, c := range claim.Claimed {
-				refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
-			}
-			deliverOpts.Summary = deliverSummary(claim.Claimed)
-			var delivered activities.DeliverBatchResult
-			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deliverOpts), a.DeliverBatch,
-				activities.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: refs}).Get(ctx, &delivered); err != nil {
-				if temporal.IsCanceledError(err) {
-					return err // the replica is shutting down
-				}
-				// The rows stay in processing and are reclaimed after the processing timeout.
-				logger.Error("delivering claimed batch failed", "requests", n, "error", err)
-			}
-		}
-		if len(claim.Claimed) == in.BatchSize {
+		if claimed == in.BatchSize {
 			continue // a full batch: more is likely waiting
 		}
-
-		timerCtx, cancelTimer := workflow.WithCancel(ctx)
-		untilTick := max(in.PollInterval-workflow.Now(ctx).Sub(lastMaintenance), time.Millisecond)
-		tick := workflow.NewTimer(timerCtx, untilTick)
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(tick, func(workflow.Future) {})
-		sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-		sel.Select(ctx)
-		cancelTimer()
-		drain(wake)
+		waitForTickOrWake(ctx, wake, max(in.PollInterval-workflow.Now(ctx).Sub(lastMaintenance), time.Millisecond))
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: the replica is shutting down
 		}
@@ -119,6 +72,92 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 	// Buffered wake-ups are dropped: the next run claims first thing anyway.
 	drain(wake)
 	return workflow.NewContinueAsNewError(ctx, Dispatcher, in)
+}
+
+// dispatcherOptions are the activity options of the dispatch loop's activities.
+type dispatcherOptions struct {
+	claim, deliver, maintain workflow.ActivityOptions
+}
+
+// newDispatcherOptions builds the dispatch loop's activity options: a delivery is
+// bounded by the processing timeout, and maintenance gives up after a few attempts.
+func newDispatcherOptions(processing time.Duration) dispatcherOptions {
+	retry := &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        10 * time.Second,
+		NonRetryableErrorTypes: []string{activities.InvalidInput},
+	}
+	// Maintenance must not hold up the claims behind it: a few attempts, then it waits for
+	// the next tick.
+	maintainRetry := *retry
+	maintainRetry.MaximumAttempts = 3
+	return dispatcherOptions{
+		claim: workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry},
+		// A delivery past the processing timeout is pointless: the rows are reclaimed and
+		// its writes would be refused as stale.
+		deliver: workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, ScheduleToCloseTimeout: processing, RetryPolicy: retry},
+		maintain: workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, RetryPolicy: &maintainRetry,
+			Summary: "reclaim orphans, expire 24h-old requests, requeue undelivered commands"},
+	}
+}
+
+// maintain runs the dispatch queue's maintenance; a failure waits for the next tick.
+func maintain(ctx workflow.Context, opts workflow.ActivityOptions, replica string) {
+	var a *activities.Activities
+	var m activities.MaintainDispatchQueueResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.MaintainDispatchQueue,
+		activities.MaintainDispatchQueueInput{ReplicaID: replica}).Get(ctx, &m); err != nil {
+		workflow.GetLogger(ctx).Warn("dispatch maintenance failed", "error", err)
+	}
+}
+
+// claimAndDeliver claims a batch and delivers what it claimed, and returns how many
+// requests it claimed. A failed delivery leaves the rows in processing, to be
+// reclaimed after the processing timeout; only a cancel or a failed claim is an error.
+func claimAndDeliver(ctx workflow.Context, opts dispatcherOptions, in DispatcherInput) (int, error) {
+	var a *activities.Activities
+	claimOpts := opts.claim
+	claimOpts.Summary = fmt.Sprintf("claim up to %d pending requests for replica %s", in.BatchSize, in.ReplicaID)
+	var claim activities.ClaimBatchResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, claimOpts), a.ClaimBatch,
+		activities.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize}).Get(ctx, &claim); err != nil {
+		return 0, err
+	}
+	n := len(claim.Claimed)
+	if n == 0 {
+		return 0, nil
+	}
+	refs := make([]schema.ClaimRef, n)
+	for i, c := range claim.Claimed {
+		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+	}
+	deliverOpts := opts.deliver
+	deliverOpts.Summary = deliverSummary(claim.Claimed)
+	var delivered activities.DeliverBatchResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deliverOpts), a.DeliverBatch,
+		activities.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: refs}).Get(ctx, &delivered); err != nil {
+		if temporal.IsCanceledError(err) {
+			return n, err // the replica is shutting down
+		}
+		// The rows stay in processing and are reclaimed after the processing timeout.
+		workflow.GetLogger(ctx).Error("delivering claimed batch failed", "requests", n, "error", err)
+	}
+	return n, nil
+}
+
+// waitForTickOrWake waits until the tick, due in untilTick, or a wake-up, whichever
+// comes first, then drops the wake-ups that arrived meanwhile: one round answers them
+// all.
+func waitForTickOrWake(ctx workflow.Context, wake workflow.ReceiveChannel, untilTick time.Duration) {
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	tick := workflow.NewTimer(timerCtx, untilTick)
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(tick, func(workflow.Future) {})
+	sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	sel.Select(ctx)
+	cancelTimer()
+	drain(wake)
 }
 
 // historyLimitBytes continues a run as new well before Temporal's history limits,

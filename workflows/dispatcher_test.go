@@ -540,7 +540,7 @@ func TestDispatcherCarriesOnAfterMaintenanceFailure(t *testing.T) {
 	t.Parallel()
 	dt := setup(t)
 	dt.maintain = func(int) (activities.MaintainDispatchQueueResult, error) {
-		return activities.MaintainDispatchQueueResult{}, temporal.NewNonRetryableApplicationError("maintenance refused", "InvalidInput", nil)
+		return activities.MaintainDispatchQueueResult{}, temporal.NewNonRetryableApplicationError("maintenance refused", activities.InvalidInput, nil)
 	}
 	dt.claims = [][]schema.ClaimedRequest{requests(1, 1)}
 
@@ -570,7 +570,7 @@ func TestDispatcherRejectsInvalidInput(t *testing.T) {
 
 			var appErr *temporal.ApplicationError
 			require.ErrorAs(t, err, &appErr)
-			require.Equal(t, "InvalidInput", appErr.Type())
+			require.Equal(t, activities.InvalidInput, appErr.Type())
 			require.True(t, appErr.NonRetryable())
 			require.Empty(t, dt.rec.all(), "nothing is scheduled for invalid input")
 		})
@@ -612,7 +612,7 @@ func TestDispatcherActivityOptions(t *testing.T) {
 		for _, s := range all {
 			require.Positive(t, s.Options.StartToCloseTimeout, s.Activity)
 			require.NotNil(t, s.Options.RetryPolicy, s.Activity)
-			require.Contains(t, s.Options.RetryPolicy.NonRetryableErrorTypes, "InvalidInput", s.Activity)
+			require.Contains(t, s.Options.RetryPolicy.NonRetryableErrorTypes, activities.InvalidInput, s.Activity)
 			require.NotEmpty(t, s.Options.Summary, s.Activity)
 		}
 		require.Equal(t, "claim up to 10 pending requests for replica mandible-a", all[1].Options.Summary)

@@ -187,7 +187,7 @@ func (d *dispatchStandIn) DeliverBatch(ctx context.Context, in activities.Delive
 		return activities.DeliverBatchResult{}, blockUntilCancelled(ctx, d.blocked, d.release)
 	case d.deliverFailsAt:
 		return activities.DeliverBatchResult{}, temporal.NewNonRetryableApplicationError(
-			"deliver input: replica_id required", "InvalidInput", nil)
+			"deliver input: replica_id required", activities.InvalidInput, nil)
 	}
 	res := activities.DeliverBatchResult{}
 	for _, r := range in.Requests {

@@ -28,7 +28,7 @@ func DeclareTopology(ctx workflow.Context) (activities.DeclareTopologyResult, er
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
 			MaximumInterval:        15 * time.Second,
-			NonRetryableErrorTypes: []string{activities.TopologyPreconditionFailed, "NoBroker"},
+			NonRetryableErrorTypes: []string{activities.TopologyPreconditionFailed, activities.NoBroker},
 		},
 	})
 	var res activities.DeclareTopologyResult
