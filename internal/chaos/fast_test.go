@@ -15,12 +15,16 @@ type fastScenario struct {
 	inject            func(sc *scene) (time.Time, faultenv.Rule)
 }
 
+// temporalDownFor is how long Temporal stays down after its kill -9: long enough for
+// every worker's poll and every activity's heartbeat to fail.
+const temporalDownFor = 10 * time.Second
+
 // fastScenarios are the scenarios `go test` (and so `make test`) runs, in the order
 // they run. The replica kill comes last: it leaves that replica down.
 var fastScenarios = []fastScenario{
 	{"BrokerKilled", "broker kill -9", "RabbitMQ SIGKILL, restarted on its data", killAndRestart(devstack.ServerRabbitMQ)},
 	{"PostgresCrashRestart", "PostgreSQL crash restart", "pg_ctl stop -m immediate, start", postgresRestart(devstack.PostgresStopImmediate)},
-	{"TemporalKilled", "Temporal kill -9", "dev server SIGKILL, restarted on its SQLite file", killAndRestart(devstack.ServerTemporal)},
+	{"TemporalKilled", "Temporal kill -9", "SIGKILL, restarted 10 s later on its data", killWaitRestart(devstack.ServerTemporal, temporalDownFor)},
 	{"MandibleKilledMidClaim", "Mandible SIGKILL mid-claim", "1 of 3 replicas SIGKILLed holding claims", killClaimHolder},
 }
 
@@ -39,7 +43,11 @@ func TestFastSubset(t *testing.T) {
 			t.Cleanup(func() { heal(t, s) })
 			view := c.For(t)
 			whole(view)
-			runOn(t, s, view, f.name, f.fault, faultenv.WorkloadOptions{}, f.inject)
+			name := f.name
+			if s.TemporalKind() == "server" {
+				name += " (temporal-server " + devstack.TemporalServerVersion + ", PostgreSQL)"
+			}
+			runOn(t, s, view, name, f.fault, faultenv.WorkloadOptions{}, f.inject)
 		})
 		if !ok {
 			t.Fatalf("scenario %s failed: the cluster may be broken, the rest of the subset is not run on it", f.name)

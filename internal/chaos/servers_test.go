@@ -22,6 +22,16 @@ func killAndRestart(server devstack.Server) func(sc *scene) (time.Time, faultenv
 	}
 }
 
+// killWaitRestart SIGKILLs a server, leaves it down for d, and starts it again.
+func killWaitRestart(server devstack.Server, d time.Duration) func(sc *scene) (time.Time, faultenv.Rule) {
+	return func(sc *scene) (time.Time, faultenv.Rule) {
+		require.NoError(sc.t, sc.s.Kill(server))
+		<-time.After(d)
+		require.NoError(sc.t, sc.s.RestartServer(server))
+		return time.Now(), faultenv.AllSucceed
+	}
+}
+
 // freeze holds a server with SIGSTOP for d.
 func freeze(server devstack.Server, d time.Duration) func(sc *scene) (time.Time, faultenv.Rule) {
 	return func(sc *scene) (time.Time, faultenv.Rule) {

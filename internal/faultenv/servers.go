@@ -19,11 +19,15 @@ import (
 	"github.com/mantis-deploy/mantis/internal/devstack"
 )
 
+// TemporalKindVar, set to "server", makes the fault stack run the production
+// temporal-server (PostgreSQL persistence) instead of the dev server.
+const TemporalKindVar = "MANTIS_FAULT_TEMPORAL"
+
 // serverStartTimeout bounds the start (or restart) of the fault stack's servers.
 const serverStartTimeout = 5 * time.Minute
 
 // Servers is a PostgreSQL, a TLS-only RabbitMQ and a Temporal dev server (on a
-// persistent SQLite file) that only the fault tests use, so that they may stop, crash,
+// persistent SQLite file; or temporal-server on PostgreSQL, see TemporalKindVar) that only the fault tests use, so that they may stop, crash,
 // freeze and restart them. PostgreSQL runs durable (fsync on): a crash must not lose
 // what it acknowledged.
 type Servers struct {
@@ -44,7 +48,8 @@ func StartServers(ctx context.Context) (*Servers, error) {
 	}
 	opts := devstack.Options{
 		Dir: dir, Postgres: true, RabbitMQ: true, Temporal: true,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		TemporalServer: os.Getenv(TemporalKindVar) == "server",
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	defer cancel()
@@ -155,8 +160,16 @@ func managementPut(ctx context.Context, c *http.Client, url string, b Broker, bo
 	return nil
 }
 
-// TemporalAddress is the dev server's frontend.
+// TemporalAddress is the Temporal frontend.
 func (s *Servers) TemporalAddress() string { return s.Env["TEMPORAL_ADDRESS"] }
+
+// TemporalKind is "server" for the production temporal-server, "dev" for the dev server.
+func (s *Servers) TemporalKind() string {
+	if s.Env["MANTIS_TEMPORAL_KIND"] == "server" {
+		return "server"
+	}
+	return "dev"
+}
 
 func randomHex(n int) string {
 	b := make([]byte, n)
