@@ -45,9 +45,10 @@ type Activities struct {
 	// Notifications wakes AwaitStepResults when results land; nil falls back to
 	// re-reading every few seconds.
 	Notifications *pgnotify.Hub
-	// ClaimClock is shared with the replica's wake-up forwarder.
-	ClaimClock *ClaimClock
-	Hooks      Hooks
+	// Wakes is shared with the replica's wake-up forwarder, which it tells whether a
+	// wake-up is still owed.
+	Wakes *WakeCoalescer
+	Hooks Hooks
 	// Secrets seals the env_secret values of specs started straight from a Temporal
 	// client (the codec keyring); nil refuses such specs.
 	Secrets secretenv.Keyring

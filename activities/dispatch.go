@@ -63,7 +63,7 @@ func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimB
 		return ClaimBatchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), InvalidInput, nil)
 	}
-	a.ClaimClock.ClaimStarted()
+	a.Wakes.ClaimStarted()
 	res, err := schema.ClaimPendingFor(ctx, a.DB, in.ReplicaID, claimKey(ctx), min(in.Limit, MaxClaimBatch))
 	if err != nil {
 		return ClaimBatchResult{}, err

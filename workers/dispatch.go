@@ -1,5 +1,6 @@
-// Package workers starts Mantis's worker pools: Mandible's Temporal worker with its
-// dispatcher, and (in Thorax) the priority-queue consumers.
+// Package workers starts Mantis's worker pools. This file starts a Mandible replica's
+// Temporal worker with its dispatcher, and wakes that dispatcher when new dispatch
+// requests are notified on schema.DispatchRequestsChannel.
 package workers
 
 import (
@@ -21,6 +22,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/backoff"
+	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -32,8 +34,8 @@ type DispatchOptions struct {
 	ReplicaID string
 	Input     workflows.DispatcherInput
 	Logger    *slog.Logger
-	// ClaimClock is the one the replica's claim activity updates.
-	ClaimClock *activities.ClaimClock
+	// Wakes is the coalescer the replica's claim activity updates.
+	Wakes *activities.WakeCoalescer
 }
 
 // StartReplicaWorker starts the replica's Temporal worker on its own task queue, with
@@ -164,15 +166,15 @@ func listenForRequests(ctx context.Context, opts DispatchOptions) error {
 				return err
 			}
 			defer conn.Release()
-			if _, err := conn.Exec(ctx, "LISTEN mantis_dispatch_requests"); err != nil {
+			if err := schema.Listen(ctx, conn, schema.DispatchRequestsChannel); err != nil {
 				return err
 			}
-			defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "UNLISTEN *") }()
+			defer func() { _ = schema.UnlistenAll(context.WithoutCancel(ctx), conn) }()
 			for {
 				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
 					return err
 				}
-				if !opts.ClaimClock.WakeOwed() {
+				if !opts.Wakes.WakeOwed() {
 					continue
 				}
 				if err := opts.Client.SignalWorkflow(ctx, id, "", workflows.WakeSignal, nil); err != nil && ctx.Err() == nil {

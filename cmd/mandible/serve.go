@@ -148,8 +148,8 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 			DeliveryTimeout:   cfg.Dispatch.DeliveryTimeout.Duration,
 			HeartbeatTimeout:  cfg.Thorax.HeartbeatTimeout.Duration,
 		},
-		ClaimClock: &activities.ClaimClock{},
-		Hooks:      testHooks(opts.pauseAfterClaim, logger),
+		Wakes: &activities.WakeCoalescer{},
+		Hooks: testHooks(opts.pauseAfterClaim, logger),
 	}
 	var secrets secretenv.Keyring // stays nil (not a nil *codec.Codec) without a keyring
 	if payloadCodec != nil {
@@ -277,8 +277,8 @@ func serve(ctx context.Context, cfg config.Mandible, opts serveOptions) error {
 				BatchSize:         cfg.Dispatch.BatchSize,
 				ProcessingTimeout: cfg.Dispatch.ProcessingTimeout.Duration,
 			},
-			Logger:     logger,
-			ClaimClock: acts.ClaimClock,
+			Logger: logger,
+			Wakes:  acts.Wakes,
 		})
 	})
 	g.Go(func() error { return tokens.Run(gctx) })

@@ -5,16 +5,17 @@ import (
 	"time"
 )
 
-// ClaimClock tells the replica's wake-up forwarder whether a wake-up is still owed:
-// a claim that starts after a request was committed sees that request, so one pending
-// wake-up answers every notification until the next claim starts.
-type ClaimClock struct {
+// WakeCoalescer coalesces the replica's dispatcher wake-ups: it tells the wake-up
+// forwarder whether a wake-up is still owed. A claim that starts after a request was
+// committed sees that request, so one pending wake-up answers every notification until
+// the next claim starts.
+type WakeCoalescer struct {
 	lastClaim  atomic.Int64 // unix nanos of the latest claim's start
 	lastSignal atomic.Int64 // unix nanos of the latest wake-up sent
 }
 
 // ClaimStarted records the start of a claim.
-func (c *ClaimClock) ClaimStarted() {
+func (c *WakeCoalescer) ClaimStarted() {
 	if c != nil {
 		c.lastClaim.Store(time.Now().UnixNano())
 	}
@@ -22,7 +23,7 @@ func (c *ClaimClock) ClaimStarted() {
 
 // WakeOwed reports whether a notification received now needs a wake-up: none is
 // pending since the latest claim started. When it returns true it records the wake-up.
-func (c *ClaimClock) WakeOwed() bool {
+func (c *WakeCoalescer) WakeOwed() bool {
 	now := time.Now().UnixNano()
 	for {
 		last := c.lastSignal.Load()
