@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // Analysis sources: Mantis queues its own for failed commands; external publishers send
@@ -41,23 +42,24 @@ type Analysis struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
-const analysisColumns = `id, command_id, coalesce(external_id, ''), source, status, coalesce(category, ''),
-	coalesce(summary, ''), coalesce(suggestion, ''), coalesce(refined_by, ''), coalesce(error, ''), created_at, finished_at`
-
-func scanAnalysis(row interface{ Scan(...any) error }) (Analysis, error) {
-	var a Analysis
-	err := row.Scan(&a.ID, &a.CommandID, &a.ExternalID, &a.Source, &a.Status, &a.Category,
-		&a.Summary, &a.Suggestion, &a.RefinedBy, &a.Error, &a.CreatedAt, &a.FinishedAt)
+// analysisOf reads the analysis of an external request or of a command (the one of
+// externalID and commandID that is not nil), or ErrNotFound.
+func analysisOf(ctx context.Context, db DB, externalID *string, commandID *uuid.UUID) (Analysis, error) {
+	r, err := queries.AnalysisOf(ctx, db, dbsqlc.AnalysisOfParams{ExternalID: externalID, CommandID: commandID})
 	if err != nil {
 		return Analysis{}, notFound(err)
 	}
-	return a, nil
+	return Analysis{
+		ID: r.ID, CommandID: r.CommandID, ExternalID: r.ExternalID, Source: r.Source, Status: r.Status,
+		Category: r.Category, Summary: r.Summary, Suggestion: r.Suggestion, RefinedBy: r.RefinedBy,
+		Error: r.Error, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+	}, nil
 }
 
 // AnalysisByExternalID returns the analysis of the external request with that
 // request_id, or ErrNotFound.
 func AnalysisByExternalID(ctx context.Context, db DB, externalID string) (Analysis, error) {
-	a, err := scanAnalysis(db.QueryRow(ctx, `SELECT `+analysisColumns+` FROM analyses WHERE external_id = $1`, externalID))
+	a, err := analysisOf(ctx, db, &externalID, nil)
 	if err != nil {
 		return Analysis{}, fmt.Errorf("reading analysis of request %q: %w", externalID, err)
 	}
@@ -68,7 +70,7 @@ func AnalysisByExternalID(ctx context.Context, db DB, externalID string) (Analys
 // the failure is stored until the analyser has run), or ErrNotFound when the command
 // has none because it did not fail.
 func AnalysisByCommandID(ctx context.Context, db DB, commandID uuid.UUID) (Analysis, error) {
-	a, err := scanAnalysis(db.QueryRow(ctx, `SELECT `+analysisColumns+` FROM analyses WHERE command_id = $1`, commandID))
+	a, err := analysisOf(ctx, db, nil, &commandID)
 	if err != nil {
 		return Analysis{}, fmt.Errorf("reading analysis of command %s: %w", commandID, err)
 	}
@@ -97,15 +99,14 @@ func InsertExternalAnalysis(ctx context.Context, db DB, a NewExternalAnalysis) (
 	a.Category = safetext.DisplayString(a.Category)
 	a.Summary = safetext.DisplayString(a.Summary)
 	a.Suggestion = safetext.DisplayString(a.Suggestion)
-	tag, err := db.Exec(ctx, `
-		INSERT INTO analyses (external_id, source, input, category, summary, suggestion)
-		VALUES ($1, 'external', right($2, $3), $4, $5, $6)
-		ON CONFLICT (external_id) DO NOTHING`,
-		a.ExternalID, a.Input, MaxAnalysisInput, nullString(a.Category), nullString(a.Summary), nullString(a.Suggestion))
+	n, err := queries.InsertExternalAnalysis(ctx, db, dbsqlc.InsertExternalAnalysisParams{
+		ExternalID: a.ExternalID, Input: a.Input, MaxInput: MaxAnalysisInput,
+		Category: nullString(a.Category), Summary: nullString(a.Summary), Suggestion: nullString(a.Suggestion),
+	})
 	if err != nil {
 		return false, fmt.Errorf("storing analysis request %q: %w", a.ExternalID, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
 }
 
 // QueuedAnalysis is a queued analysis with what explaining it needs. For internal rows
@@ -132,44 +133,18 @@ type QueuedAnalysis struct {
 // another transaction holds. Call it in a transaction: the rows stay locked, and so
 // invisible to other processors, until it ends.
 func LockQueuedAnalyses(ctx context.Context, tx DB, limit int) ([]QueuedAnalysis, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT a.id, a.source, a.input, a.command_id, coalesce(a.external_id, ''),
-		       coalesce(a.category, ''), coalesce(a.summary, ''), coalesce(a.suggestion, ''),
-		       c.exit_code, coalesce(c.error, ''), coalesce(t.name, ''), c.deployment_id, c.step_position
-		FROM analyses a
-		LEFT JOIN command_queue c ON c.id = a.command_id
-		LEFT JOIN targets t ON t.id = c.target_id
-		WHERE a.status = 'queued'
-		ORDER BY a.created_at
-		LIMIT $1
-		FOR UPDATE OF a SKIP LOCKED`, max(limit, 1))
+	rows, err := queries.LockQueuedAnalyses(ctx, tx, int32(max(limit, 1)))
 	if err != nil {
 		return nil, fmt.Errorf("locking queued analyses: %w", err)
 	}
-	defer rows.Close()
-	var out []QueuedAnalysis
-	for rows.Next() {
-		var (
-			q          QueuedAnalysis
-			exit, step *int32
-		)
-		if err := rows.Scan(&q.ID, &q.Source, &q.Input, &q.CommandID, &q.ExternalID,
-			&q.Category, &q.Summary, &q.Suggestion,
-			&exit, &q.CommandError, &q.Target, &q.DeploymentID, &step); err != nil {
-			return nil, fmt.Errorf("locking queued analyses: %w", err)
+	out := make([]QueuedAnalysis, len(rows))
+	for i, r := range rows {
+		out[i] = QueuedAnalysis{
+			ID: r.ID, Source: r.Source, Input: r.Input, CommandID: r.CommandID, ExternalID: r.ExternalID,
+			Category: r.Category, Summary: r.Summary, Suggestion: r.Suggestion,
+			ExitCode: intPtr(r.ExitCode), CommandError: r.CommandError, Target: r.Target,
+			DeploymentID: r.DeploymentID, StepPosition: intPtr(r.StepPosition),
 		}
-		if exit != nil {
-			e := int(*exit)
-			q.ExitCode = &e
-		}
-		if step != nil {
-			s := int(*step)
-			q.StepPosition = &s
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("locking queued analyses: %w", err)
 	}
 	return out, nil
 }
@@ -195,32 +170,22 @@ func FinishAnalysis(ctx context.Context, db DB, id uuid.UUID, o AnalysisOutcome)
 	for _, f := range []*string{&o.Category, &o.Summary, &o.Suggestion, &o.RefinedBy, &o.Error} {
 		*f = safetext.Bound(*f, MaxAnalysisTextBytes)
 	}
-	tag, err := db.Exec(ctx, `
-		UPDATE analyses
-		SET status = 'done', category = $2, summary = $3, suggestion = $4, refined_by = $5, error = $6, finished_at = now()
-		WHERE id = $1 AND status = 'queued'`,
-		id, o.Category, o.Summary, o.Suggestion, nullString(o.RefinedBy), nullString(o.Error))
+	n, err := queries.FinishAnalysis(ctx, db, dbsqlc.FinishAnalysisParams{
+		ID: id, Category: o.Category, Summary: o.Summary, Suggestion: o.Suggestion,
+		RefinedBy: nullString(o.RefinedBy), Error: nullString(o.Error),
+	})
 	if err != nil {
 		return false, fmt.Errorf("finishing analysis %s: %w", id, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
 }
 
 // FailAnalysis marks a queued analysis failed with the reason, so that a row that
 // cannot be written does not hold up the queue.
 func FailAnalysis(ctx context.Context, db DB, id uuid.UUID, reason string) error {
 	reason = safetext.Bound(reason, MaxAnalysisTextBytes)
-	if _, err := db.Exec(ctx, `
-		UPDATE analyses SET status = 'failed', error = $2, finished_at = now()
-		WHERE id = $1 AND status = 'queued'`, id, reason); err != nil {
+	if err := queries.FailAnalysis(ctx, db, dbsqlc.FailAnalysisParams{ID: id, Reason: reason}); err != nil {
 		return fmt.Errorf("failing analysis %s: %w", id, err)
 	}
 	return nil
-}
-
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -38,3 +38,33 @@ func notFound(err error) error {
 	}
 	return err
 }
+
+// inTx runs f in a transaction of db and commits it when f returns nil.
+func inTx(ctx context.Context, db TxBeginner, f func(pgx.Tx) error) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := f(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// nullString is s, or NULL when it is empty.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// intPtr converts a nullable int4 column to *int.
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}

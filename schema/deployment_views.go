@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // DeploymentView is a deployment as the API shows it.
@@ -52,7 +53,7 @@ type StepCounts struct {
 // TargetView is one target's result in a step.
 type TargetView struct {
 	Target   string `json:"target"`
-	Status   string `json:"status"` // queued, running, succeeded, failed
+	Status   string `json:"status"` // TargetQueued, TargetRunning, TargetSucceeded or TargetFailed
 	ExitCode *int   `json:"exit_code,omitempty"`
 	// OutputTail is the display text of the output's last OutputTailBytes bytes:
 	// valid UTF-8 without NUL, escape sequences kept.
@@ -76,107 +77,97 @@ type AnalysisView struct {
 // GetDeployment returns a deployment with its steps and per-target results, or
 // ErrNotFound.
 func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, error) {
-	var d DeploymentView
-	err := db.QueryRow(ctx, `
-		SELECT id, name, priority, status, idempotency_key, created_by, error, created_at, started_at, finished_at, spec
-		FROM deployments WHERE id = $1`, id).
-		Scan(&d.ID, &d.Name, &d.Priority, &d.Status, &d.IdempotencyKey, &d.CreatedBy, &d.Error, &d.CreatedAt, &d.StartedAt, &d.FinishedAt, &d.Spec)
+	r, err := queries.DeploymentByID(ctx, db, id)
 	if err != nil {
 		return DeploymentView{}, notFound(err)
 	}
-	rows, err := db.Query(ctx, `
-		SELECT position, name, command, status, continue_on_error, started_at, finished_at
-		FROM deployment_steps WHERE deployment_id = $1 ORDER BY position`, id)
+	d := DeploymentView{
+		ID: r.ID, Name: r.Name, Priority: r.Priority, Status: r.Status, IdempotencyKey: r.IdempotencyKey,
+		CreatedBy: r.CreatedBy, Error: r.Error, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Spec: r.Spec,
+	}
+	steps, err := queries.StepsOfDeployment(ctx, db, id)
 	if err != nil {
 		return DeploymentView{}, fmt.Errorf("reading steps: %w", err)
 	}
-	for rows.Next() {
-		var s StepView
-		if err := rows.Scan(&s.Position, &s.Name, &s.Command, &s.Status, &s.ContinueOnError, &s.StartedAt, &s.FinishedAt); err != nil {
-			rows.Close()
-			return DeploymentView{}, err
-		}
-		s.Targets = []TargetView{}
-		d.Steps = append(d.Steps, s)
+	for _, s := range steps {
+		d.Steps = append(d.Steps, StepView{
+			Position: int(s.Position), Name: s.Name, Command: s.Command, Status: s.Status,
+			ContinueOnError: s.ContinueOnError, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt, Targets: []TargetView{},
+		})
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return DeploymentView{}, err
-	}
-	rows, err = db.Query(ctx, `
-		SELECT p.step_position, t.name, p.status, c.status, c.exit_code, substring(c.output_raw FROM greatest(octet_length(c.output_raw) - $2 + 1, 1)),
-		       coalesce(c.output_truncated, false) OR coalesce(octet_length(c.output_raw), 0) > $2,
-		       coalesce(c.error, CASE WHEN p.status IN ('failed', 'expired', 'cancelled') THEN p.last_error END, ''),
-		       p.attempts, c.started_at, c.finished_at, a.status, a.category, a.summary, a.suggestion
-		FROM pending_dispatch_requests p
-		JOIN targets t ON t.id = p.target_id
-		LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-		LEFT JOIN analyses a ON a.command_id = c.id
-		WHERE p.deployment_id = $1
-		ORDER BY p.step_position, t.name`, id, OutputTailBytes)
+	targets, err := queries.TargetResultsOfDeployment(ctx, db, dbsqlc.TargetResultsOfDeploymentParams{
+		DeploymentID: id, TailBytes: OutputTailBytes,
+	})
 	if err != nil {
 		return DeploymentView{}, fmt.Errorf("reading target results: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			pos            int
-			tv             TargetView
-			reqStatus      string
-			cmdStatus      *string
-			analysisStatus *string
-			av             AnalysisView
-			rawTail        []byte
-		)
-		if err := rows.Scan(&pos, &tv.Target, &reqStatus, &cmdStatus, &tv.ExitCode, &rawTail, &tv.Truncated, &tv.Error,
-			&tv.Attempts, &tv.StartedAt, &tv.FinishedAt, &analysisStatus, &av.Category, &av.Summary, &av.Suggestion); err != nil {
-			return DeploymentView{}, err
-		}
-		tv.OutputTail = safetext.DisplayTail(rawTail, OutputTailBytes)
-		tv.Status = targetStatus(reqStatus, cmdStatus)
-		if analysisStatus != nil {
-			av.Status = *analysisStatus
-			tv.Analysis = &av
-		}
-		if pos < 0 || pos >= len(d.Steps) {
+	for _, t := range targets {
+		if t.StepPosition == nil || *t.StepPosition < 0 || int(*t.StepPosition) >= len(d.Steps) {
 			continue
 		}
-		s := &d.Steps[pos]
-		s.Targets = append(s.Targets, tv)
-		switch tv.Status {
-		case "queued":
-			s.Counts.Queued++
-		case "running":
-			s.Counts.Running++
-		case "succeeded":
-			s.Counts.Succeeded++
-		default:
-			s.Counts.Failed++
-		}
+		d.Steps[*t.StepPosition].add(targetView(t))
 	}
-	return d, rows.Err()
+	return d, nil
 }
+
+// targetView is a target's result as the API shows it.
+func targetView(r dbsqlc.TargetResultsOfDeploymentRow) TargetView {
+	tv := TargetView{
+		Target: r.Target, Status: targetStatus(r.RequestStatus, r.CommandStatus), ExitCode: intPtr(r.ExitCode),
+		OutputTail: safetext.DisplayTail(r.OutputTail, OutputTailBytes), Truncated: r.Truncated, Error: r.Error,
+		Attempts: int(r.Attempts), StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+	}
+	if r.AnalysisStatus != nil {
+		tv.Analysis = &AnalysisView{Status: *r.AnalysisStatus, Category: r.Category, Summary: r.Summary, Suggestion: r.Suggestion}
+	}
+	return tv
+}
+
+// add appends a target's result to the step and counts it.
+func (s *StepView) add(tv TargetView) {
+	s.Targets = append(s.Targets, tv)
+	switch tv.Status {
+	case TargetQueued:
+		s.Counts.Queued++
+	case TargetRunning:
+		s.Counts.Running++
+	case TargetSucceeded:
+		s.Counts.Succeeded++
+	default:
+		s.Counts.Failed++
+	}
+}
+
+// A target's state in a step, as the API shows it: its request's and its command's
+// states folded into one.
+const (
+	TargetQueued    = "queued"
+	TargetRunning   = "running"
+	TargetSucceeded = "succeeded"
+	TargetFailed    = "failed"
+)
 
 // targetStatus folds a request's and its command's states into one target state.
 func targetStatus(req string, cmd *string) string {
 	switch req {
-	case StatusFailed, StatusExpired, "cancelled":
-		return "failed"
+	case StatusFailed, StatusExpired, StatusCancelled:
+		return TargetFailed
 	case StatusPending, StatusProcessing:
-		return "queued"
+		return TargetQueued
 	}
 	if cmd == nil {
-		return "queued"
+		return TargetQueued
 	}
 	switch *cmd {
-	case "queued":
-		return "queued"
-	case "running":
-		return "running"
-	case "succeeded":
-		return "succeeded"
+	case CommandQueued:
+		return TargetQueued
+	case CommandRunning:
+		return TargetRunning
+	case CommandSucceeded:
+		return TargetSucceeded
 	}
-	return "failed"
+	return TargetFailed
 }
 
 // DeploymentFilter selects deployments to list.
@@ -187,31 +178,30 @@ type DeploymentFilter struct {
 	Before   *uuid.UUID
 }
 
+// Bounds on how many deployments ListDeployments returns.
+const (
+	defaultDeploymentsListed = 50
+	maxDeploymentsListed     = 500
+)
+
 // ListDeployments returns deployments newest first, without steps.
 func ListDeployments(ctx context.Context, db DB, f DeploymentFilter) ([]DeploymentView, error) {
 	limit := f.Limit
 	if limit <= 0 {
-		limit = 50
+		limit = defaultDeploymentsListed
 	}
-	rows, err := db.Query(ctx, `
-		SELECT id, name, priority, status, idempotency_key, created_by, error, created_at, started_at, finished_at
-		FROM deployments
-		WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR status = ANY($1))
-		  AND ($2 = '' OR name = $2)
-		  AND ($3::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM deployments WHERE id = $3))
-		ORDER BY created_at DESC, id DESC
-		LIMIT $4`, f.Statuses, f.Name, f.Before, min(limit, 500))
+	rows, err := queries.ListDeployments(ctx, db, dbsqlc.ListDeploymentsParams{
+		Statuses: f.Statuses, Name: f.Name, Before: f.Before, MaxRows: int32(min(limit, maxDeploymentsListed)),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listing deployments: %w", err)
 	}
-	defer rows.Close()
-	out := []DeploymentView{}
-	for rows.Next() {
-		var d DeploymentView
-		if err := rows.Scan(&d.ID, &d.Name, &d.Priority, &d.Status, &d.IdempotencyKey, &d.CreatedBy, &d.Error, &d.CreatedAt, &d.StartedAt, &d.FinishedAt); err != nil {
-			return nil, err
+	out := make([]DeploymentView, len(rows))
+	for i, r := range rows {
+		out[i] = DeploymentView{
+			ID: r.ID, Name: r.Name, Priority: r.Priority, Status: r.Status, IdempotencyKey: r.IdempotencyKey,
+			CreatedBy: r.CreatedBy, Error: r.Error, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		}
-		out = append(out, d)
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // MaxFailedTargetsShown is how many failed targets a step's progress names; the rest
@@ -22,12 +23,7 @@ const maxFailedTargetError = 200
 // RecordDeploymentTargets records a deployment's resolved targets in order, once: a
 // second call keeps the first list. It returns how many targets the deployment has.
 func RecordDeploymentTargets(ctx context.Context, db DB, id uuid.UUID, targets []string) (int, error) {
-	if _, err := db.Exec(ctx, `
-		INSERT INTO deployment_targets (deployment_id, ordinal, target_id)
-		SELECT $1, n.ord - 1, t.id
-		FROM unnest($2::text[]) WITH ORDINALITY AS n(name, ord)
-		JOIN targets t ON t.name = n.name
-		WHERE NOT EXISTS (SELECT 1 FROM deployment_targets WHERE deployment_id = $1)`, id, targets); err != nil {
+	if err := queries.RecordDeploymentTargets(ctx, db, dbsqlc.RecordDeploymentTargetsParams{DeploymentID: id, Targets: targets}); err != nil {
 		return 0, fmt.Errorf("recording targets of deployment %s: %w", id, err)
 	}
 	return DeploymentTargetCount(ctx, db, id)
@@ -35,11 +31,11 @@ func RecordDeploymentTargets(ctx context.Context, db DB, id uuid.UUID, targets [
 
 // DeploymentTargetCount is how many targets a deployment runs on.
 func DeploymentTargetCount(ctx context.Context, db DB, id uuid.UUID) (int, error) {
-	var n int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM deployment_targets WHERE deployment_id = $1`, id).Scan(&n); err != nil {
+	n, err := queries.DeploymentTargetCount(ctx, db, id)
+	if err != nil {
 		return 0, fmt.Errorf("counting targets of deployment %s: %w", id, err)
 	}
-	return n, nil
+	return int(n), nil
 }
 
 // StepProgress is where a step stands: counts, and up to MaxFailedTargetsShown failed
@@ -64,7 +60,7 @@ type stepState struct {
 	status          string
 	continueOnError bool
 	priority        string
-	maxParallel     *int
+	maxParallel     *int32
 	command         NewStepCommand
 }
 
@@ -80,45 +76,24 @@ func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int)
 		if err != nil {
 			return err
 		}
-		if st.status == "pending" {
-			if p.Total, err = DeploymentTargetCount(ctx, tx, id); err != nil {
+		if st.status == StepPending {
+			total, err := DeploymentTargetCount(ctx, tx, id)
+			if err != nil {
 				return err
 			}
-			if err := StartStep(ctx, tx, id, position, p.Total); err != nil {
+			if err := StartStep(ctx, tx, id, position, total); err != nil {
 				return err
 			}
-			st.status = "running"
+			st.status = StepRunning
 		}
 		if p, err = stepCounts(ctx, tx, id, position); err != nil {
 			return err
 		}
-		if st.status == "running" && (p.Failed == 0 || st.continueOnError) {
-			window := p.Total
-			if st.maxParallel != nil && *st.maxParallel < window {
-				window = *st.maxParallel
-			}
-			if n := min(window-p.Running, p.Total-p.Enqueued); n > 0 {
-				if err := enqueueNext(ctx, tx, id, position, st, n); err != nil {
-					return err
-				}
-				p.Enqueued += n
-				p.Running += n
-			}
+		if err := topUpWindow(ctx, tx, id, position, st, &p); err != nil {
+			return err
 		}
-		stopped := p.Failed > 0 && !st.continueOnError
-		p.Skipped = p.Total - p.Enqueued
-		switch {
-		case st.status != "running":
-			p.Done, p.Status = true, st.status
-		case p.Running == 0 && (p.Enqueued == p.Total || stopped):
-			p.Done, p.Status = true, "succeeded"
-			if p.Failed > 0 {
-				p.Status = "failed"
-			}
-			if err := FinishStep(ctx, tx, id, position, p.Status, map[string]any{
-				"succeeded": p.Succeeded, "failed": p.Failed, "skipped": p.Skipped}); err != nil {
-				return err
-			}
+		if err := endStepWhenDone(ctx, tx, id, position, st, &p); err != nil {
+			return err
 		}
 		if p.Failed > 0 {
 			p.FailedTargets, err = failedTargets(ctx, tx, id, position)
@@ -128,35 +103,63 @@ func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int)
 	return p, err
 }
 
+// topUpWindow enqueues the step for as many more targets as its window has room for,
+// none once a target failed unless the step continues on error.
+func topUpWindow(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, p *StepProgress) error {
+	if st.status != StepRunning || (p.Failed > 0 && !st.continueOnError) {
+		return nil
+	}
+	window := p.Total
+	if st.maxParallel != nil && int(*st.maxParallel) < window {
+		window = int(*st.maxParallel)
+	}
+	n := min(window-p.Running, p.Total-p.Enqueued)
+	if n <= 0 {
+		return nil
+	}
+	if err := enqueueNext(ctx, tx, id, position, st, n); err != nil {
+		return err
+	}
+	p.Enqueued += n
+	p.Running += n
+	return nil
+}
+
+// endStepWhenDone sets p.Done and p.Status: the step's state when it has ended
+// already, else, once nothing runs and nothing more will start, the end it records.
+func endStepWhenDone(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, p *StepProgress) error {
+	stopped := p.Failed > 0 && !st.continueOnError
+	p.Skipped = p.Total - p.Enqueued
+	switch {
+	case st.status != StepRunning:
+		p.Done, p.Status = true, st.status
+	case p.Running == 0 && (p.Enqueued == p.Total || stopped):
+		p.Done, p.Status = true, StepSucceeded
+		if p.Failed > 0 {
+			p.Status = StepFailed
+		}
+		return FinishStep(ctx, tx, id, position, p.Status, map[string]any{
+			"succeeded": p.Succeeded, "failed": p.Failed, "skipped": p.Skipped})
+	}
+	return nil
+}
+
 // lockStep reads a step and what its commands need, holding the step's row so that
 // overlapping calls for one step take turns. The step's env_secret joins its env as
 // stored: sealed, opened only when a Thorax fetches the command.
 func lockStep(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (stepState, error) {
-	var (
-		st      stepState
-		timeout time.Duration
-		env     []byte
-		dir     *string
-	)
-	err := tx.QueryRow(ctx, `
-		SELECT s.status, s.continue_on_error, s.command, s.timeout, d.priority, d.max_parallel,
-		       coalesce(d.spec->'steps'->($2::int)->'env', '{}'::jsonb) || coalesce(d.spec->'steps'->($2::int)->'env_secret', '{}'::jsonb),
-		       d.spec->'steps'->($2::int)->>'working_dir'
-		FROM deployment_steps s JOIN deployments d ON d.id = s.deployment_id
-		WHERE s.deployment_id = $1 AND s.position = $2
-		FOR UPDATE OF s`, id, position).Scan(&st.status, &st.continueOnError, &st.command.Command, &timeout,
-		&st.priority, &st.maxParallel, &env, &dir)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return st, &InputError{Problems: []string{fmt.Sprintf("step %d: deployment %s has no such step", position, id)}}
+	row, err := queries.LockStep(ctx, tx, dbsqlc.LockStepParams{DeploymentID: id, Position: int32(position)})
+	if err = notFound(err); errors.Is(err, ErrNotFound) {
+		return stepState{}, &InputError{Problems: []string{fmt.Sprintf("step %d: deployment %s has no such step", position, id)}}
 	}
 	if err != nil {
-		return st, fmt.Errorf("reading step %d of deployment %s: %w", position, id, err)
+		return stepState{}, fmt.Errorf("reading step %d of deployment %s: %w", position, id, err)
 	}
-	st.command.Timeout = timeout
-	if dir != nil {
-		st.command.WorkingDir = *dir
+	st := stepState{
+		status: row.Status, continueOnError: row.ContinueOnError, priority: row.Priority, maxParallel: row.MaxParallel,
+		command: NewStepCommand{Command: row.Command, Timeout: row.Timeout, WorkingDir: row.WorkingDir},
 	}
-	if err := json.Unmarshal(env, &st.command.Env); err != nil {
+	if err := json.Unmarshal(row.Env, &st.command.Env); err != nil {
 		return st, fmt.Errorf("reading env of step %d of deployment %s: %w", position, id, err)
 	}
 	return st, nil
@@ -165,43 +168,22 @@ func lockStep(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (stepS
 // stepCounts counts a step's targets by where they stand. A target has ended when its
 // request failed, expired or was cancelled, or its command of the latest delivery ended.
 func stepCounts(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (StepProgress, error) {
-	var p StepProgress
-	var ended int
-	err := tx.QueryRow(ctx, `
-		WITH s AS (
-		    SELECT p.status IN ('failed', 'expired', 'cancelled')
-		           OR (p.status = 'dispatched' AND c.status IN ('succeeded', 'failed', 'cancelled', 'lost')) AS ended,
-		           p.status = 'dispatched' AND c.status IS NOT DISTINCT FROM 'succeeded' AS ok
-		    FROM pending_dispatch_requests p
-		    LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-		    WHERE p.deployment_id = $1 AND p.step_position = $2
-		)
-		SELECT (SELECT count(*) FROM deployment_targets WHERE deployment_id = $1),
-		       count(*), count(*) FILTER (WHERE ended), count(*) FILTER (WHERE ended AND ok)
-		FROM s`, id, position).Scan(&p.Total, &p.Enqueued, &ended, &p.Succeeded)
+	c, err := queries.StepCounts(ctx, tx, dbsqlc.StepCountsParams{DeploymentID: id, Position: int32(position)})
 	if err != nil {
-		return p, fmt.Errorf("counting results of step %d of deployment %s: %w", position, id, err)
+		return StepProgress{}, fmt.Errorf("counting results of step %d of deployment %s: %w", position, id, err)
 	}
-	p.Failed = ended - p.Succeeded
-	p.Running = p.Enqueued - ended
-	return p, nil
+	return StepProgress{
+		Total: int(c.Total), Enqueued: int(c.Enqueued), Succeeded: int(c.Succeeded),
+		Failed: int(c.Ended - c.Succeeded), Running: int(c.Enqueued - c.Ended),
+	}, nil
 }
 
 // enqueueNext enqueues the step for the next n targets, in deployment order, that it
 // has not been enqueued for.
 func enqueueNext(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, n int) error {
-	rows, err := tx.Query(ctx, `
-		SELECT t.name
-		FROM deployment_targets dt JOIN targets t ON t.id = dt.target_id
-		WHERE dt.deployment_id = $1
-		  AND NOT EXISTS (SELECT 1 FROM pending_dispatch_requests p
-		                  WHERE p.deployment_id = $1 AND p.step_position = $2 AND p.target_id = dt.target_id)
-		ORDER BY dt.ordinal
-		LIMIT $3`, id, position, n)
-	if err != nil {
-		return fmt.Errorf("choosing the next targets of step %d: %w", position, err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	names, err := queries.NextTargetsOfStep(ctx, tx, dbsqlc.NextTargetsOfStepParams{
+		DeploymentID: id, Position: int32(position), N: int32(n),
+	})
 	if err != nil {
 		return fmt.Errorf("choosing the next targets of step %d: %w", position, err)
 	}
@@ -210,30 +192,18 @@ func enqueueNext(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st 
 
 // failedTargets names up to MaxFailedTargetsShown targets the step failed on, by name.
 func failedTargets(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) ([]TargetResult, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT t.name, c.exit_code, coalesce(c.error, p.last_error, '')
-		FROM pending_dispatch_requests p
-		JOIN targets t ON t.id = p.target_id
-		LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-		WHERE p.deployment_id = $1 AND p.step_position = $2
-		  AND (p.status IN ('failed', 'expired', 'cancelled')
-		       OR (p.status = 'dispatched' AND c.status IN ('failed', 'cancelled', 'lost')))
-		ORDER BY t.name
-		LIMIT $3`, id, position, MaxFailedTargetsShown)
+	rows, err := queries.FailedTargetsOfStep(ctx, tx, dbsqlc.FailedTargetsOfStepParams{
+		DeploymentID: id, Position: int32(position), MaxRows: MaxFailedTargetsShown,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reading failed targets of step %d: %w", position, err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (TargetResult, error) {
-		res := TargetResult{Status: "failed"}
-		if err := r.Scan(&res.Target, &res.ExitCode, &res.Error); err != nil {
-			return res, err
-		}
-		if res.Error == "" && res.ExitCode != nil {
-			res.Error = fmt.Sprintf("exit code %d", *res.ExitCode)
-		}
-		res.Error = truncateText(res.Error, maxFailedTargetError)
-		return res, nil
-	})
+	out := make([]TargetResult, len(rows))
+	for i, r := range rows {
+		out[i] = failedResult(r.Target, r.ExitCode, r.Error)
+		out[i].Error = truncateText(out[i].Error, maxFailedTargetError)
+	}
+	return out, nil
 }
 
 // SkipSteps records every step from position on that has not started as skipped, each
@@ -244,17 +214,12 @@ func SkipSteps(ctx context.Context, db TxBeginner, id uuid.UUID, from int) error
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT position FROM deployment_steps
-			WHERE deployment_id = $1 AND position >= $2 AND status = 'pending' ORDER BY position`, id, from)
-		if err != nil {
-			return fmt.Errorf("reading steps to skip: %w", err)
-		}
-		positions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		positions, err := queries.PendingStepsFrom(ctx, tx, dbsqlc.PendingStepsFromParams{DeploymentID: id, Position: int32(from)})
 		if err != nil {
 			return fmt.Errorf("reading steps to skip: %w", err)
 		}
 		for _, pos := range positions {
-			if err := FinishStep(ctx, tx, id, pos, "skipped", map[string]any{"succeeded": 0, "failed": 0, "skipped": n}); err != nil {
+			if err := FinishStep(ctx, tx, id, int(pos), StepSkipped, map[string]any{"succeeded": 0, "failed": 0, "skipped": n}); err != nil {
 				return err
 			}
 		}

@@ -10,7 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mantis-deploy/mantis/internal/events"
 	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // NewDeployment is a deployment to record.
@@ -28,27 +30,23 @@ type NewDeployment struct {
 // CreateDeployment records a pending deployment. When its idempotency key or id
 // already names a deployment, that one is returned with created = false.
 func CreateDeployment(ctx context.Context, db DB, d NewDeployment) (id uuid.UUID, created bool, err error) {
-	var key *string
-	if d.IdempotencyKey != "" {
-		key = &d.IdempotencyKey
-	}
-	var maxParallel *int
+	key := nullString(d.IdempotencyKey)
+	var maxParallel *int32
 	if d.MaxParallel > 0 {
-		maxParallel = &d.MaxParallel
+		n := int32(d.MaxParallel)
+		maxParallel = &n
 	}
-	err = db.QueryRow(ctx, `
-		INSERT INTO deployments (id, name, priority, spec, idempotency_key, max_parallel, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
-		ON CONFLICT DO NOTHING
-		RETURNING id`, d.ID, d.Name, d.Priority, d.Spec, key, maxParallel, d.CreatedBy).Scan(&id)
-	if err == nil {
+	id, err = queries.InsertDeployment(ctx, db, dbsqlc.InsertDeploymentParams{
+		ID: d.ID, Name: d.Name, Priority: d.Priority, Spec: d.Spec,
+		IdempotencyKey: key, MaxParallel: maxParallel, CreatedBy: d.CreatedBy,
+	})
+	if err = notFound(err); err == nil {
 		return id, true, nil
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	if !errors.Is(err, ErrNotFound) {
 		return uuid.Nil, false, fmt.Errorf("creating deployment: %w", err)
 	}
-	err = db.QueryRow(ctx, `SELECT id FROM deployments WHERE id = $1 OR ($2::text IS NOT NULL AND idempotency_key = $2)
-		ORDER BY id = $1 DESC LIMIT 1`, d.ID, key).Scan(&id)
+	id, err = queries.ExistingDeployment(ctx, db, dbsqlc.ExistingDeploymentParams{ID: d.ID, IdempotencyKey: key})
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("reading existing deployment: %w", notFound(err))
 	}
@@ -67,15 +65,7 @@ func ResolveTargets(ctx context.Context, db DB, names []string, selector map[str
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.Query(ctx, `
-		SELECT name FROM targets
-		WHERE deregistered_at IS NULL
-		  AND (name = ANY($1) OR ($2::jsonb <> '{}'::jsonb AND labels @> $2::jsonb))
-		ORDER BY name`, names, selJSON)
-	if err != nil {
-		return nil, fmt.Errorf("resolving targets: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	found, err := queries.TargetsNamedOrSelected(ctx, db, dbsqlc.TargetsNamedOrSelectedParams{Names: names, Selector: selJSON})
 	if err != nil {
 		return nil, fmt.Errorf("resolving targets: %w", err)
 	}
@@ -122,151 +112,25 @@ func StartDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, steps []S
 			return err
 		}
 		for i, s := range steps {
-			if _, err := tx.Exec(ctx, `
-				INSERT INTO deployment_steps (deployment_id, position, name, command, timeout, continue_on_error)
-				VALUES ($1, $2, $3, $4, make_interval(secs => $5), $6)
-				ON CONFLICT DO NOTHING`, id, i, s.Name, s.Command, s.Timeout.Seconds(), s.ContinueOnError); err != nil {
+			if err := queries.InsertStep(ctx, tx, dbsqlc.InsertStepParams{
+				DeploymentID: id, Position: int32(i), Name: s.Name, Command: s.Command,
+				TimeoutSeconds: s.Timeout.Seconds(), ContinueOnError: s.ContinueOnError,
+			}); err != nil {
 				return fmt.Errorf("recording step %d: %w", i, err)
 			}
 		}
-		var createdBy *string
-		err := tx.QueryRow(ctx, `UPDATE deployments SET status = 'running', started_at = now() WHERE id = $1 AND status = 'pending'
-			RETURNING created_by`, id).Scan(&createdBy)
-		if errors.Is(err, pgx.ErrNoRows) {
+		createdBy, err := queries.MarkDeploymentRunning(ctx, tx, id)
+		if err = notFound(err); errors.Is(err, ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("starting deployment: %w", err)
 		}
-		data := map[string]any{"targets": targets, "steps": len(steps)}
+		data := events.DeploymentStartedData{Targets: targets, Steps: len(steps)}
 		if createdBy != nil {
-			data[EventActor] = *createdBy
+			data.Actor = *createdBy
 		}
-		return InsertEvent(ctx, tx, &id, "deployment.started", data)
-	})
-}
-
-// StartStep marks a step running with a step.started event.
-func StartStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, targets int) error {
-	return inTx(ctx, db, func(tx pgx.Tx) error {
-		var name string
-		err := tx.QueryRow(ctx, `
-			UPDATE deployment_steps SET status = 'running', started_at = now()
-			WHERE deployment_id = $1 AND position = $2 AND status = 'pending' RETURNING name`, id, position).Scan(&name)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("starting step %d: %w", position, err)
-		}
-		return InsertEvent(ctx, tx, &id, "step.started", map[string]any{"step": name, "step_position": position, "targets": targets})
-	})
-}
-
-// EnqueueStepTargets enqueues a step's dispatch requests for targets in one statement,
-// with a target.queued event each, in one transaction. Keys derive from deployment,
-// step and target, so a retried call writes nothing twice.
-func EnqueueStepTargets(ctx context.Context, db TxBeginner, id uuid.UUID, position int, priority string, step NewStepCommand, targets []string) error {
-	return inTx(ctx, db, func(tx pgx.Tx) error {
-		reqs := make([]NewDispatchRequest, len(targets))
-		for i, t := range targets {
-			pos := position
-			reqs[i] = NewDispatchRequest{
-				IdempotencyKey: fmt.Sprintf("%s:%d:%s", id, position, t), Target: t, DeploymentID: &id, StepPosition: &pos,
-				Command: step.Command, Timeout: step.Timeout, Priority: priority, Env: step.Env, WorkingDir: step.WorkingDir,
-			}
-		}
-		out, err := EnqueueDispatchRequests(ctx, tx, reqs)
-		if err != nil {
-			return err
-		}
-		for i, o := range out {
-			if !o.Created {
-				continue
-			}
-			if err := InsertEvent(ctx, tx, &id, "target.queued", map[string]any{
-				"step_position": position, "target": targets[i], "request_id": o.ID,
-			}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// NewStepCommand is what a step runs on each target.
-type NewStepCommand struct {
-	Command    string
-	Timeout    time.Duration
-	Env        map[string]string
-	WorkingDir string
-}
-
-// TargetResult is how one target's step ended.
-type TargetResult struct {
-	Target   string `json:"target"`
-	Status   string `json:"status"` // succeeded or failed
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Error    string `json:"error,omitempty"`
-}
-
-// StepResults returns the targets among waiting whose step has ended: their command
-// finished, or their request failed, expired or was cancelled without one.
-func StepResults(ctx context.Context, db DB, id uuid.UUID, position int, waiting []string) ([]TargetResult, error) {
-	rows, err := db.Query(ctx, `
-		SELECT t.name, p.status, c.status, c.exit_code, coalesce(c.error, p.last_error, '')
-		FROM pending_dispatch_requests p
-		JOIN targets t ON t.id = p.target_id
-		LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-		WHERE p.deployment_id = $1 AND p.step_position = $2 AND t.name = ANY($3)
-		  AND (p.status IN ('failed', 'expired', 'cancelled')
-		       OR (p.status = 'dispatched' AND c.status IN ('succeeded', 'failed', 'cancelled', 'lost')))
-		ORDER BY t.name`, id, position, waiting)
-	if err != nil {
-		return nil, fmt.Errorf("reading step results: %w", err)
-	}
-	defer rows.Close()
-	var out []TargetResult
-	for rows.Next() {
-		var (
-			r             TargetResult
-			reqStatus     string
-			commandStatus *string
-		)
-		if err := rows.Scan(&r.Target, &reqStatus, &commandStatus, &r.ExitCode, &r.Error); err != nil {
-			return nil, err
-		}
-		r.Status = "failed"
-		if commandStatus != nil && *commandStatus == "succeeded" && reqStatus == StatusDispatched {
-			r.Status = "succeeded"
-		}
-		if r.Status == "failed" && r.Error == "" && r.ExitCode != nil {
-			r.Error = fmt.Sprintf("exit code %d", *r.ExitCode)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// FinishStep records a step's end (succeeded, failed, skipped or cancelled) with a
-// step.<status> event.
-func FinishStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, status string, summary map[string]any) error {
-	return inTx(ctx, db, func(tx pgx.Tx) error {
-		var name string
-		err := tx.QueryRow(ctx, `
-			UPDATE deployment_steps SET status = $3, finished_at = now()
-			WHERE deployment_id = $1 AND position = $2 AND status IN ('pending', 'running') RETURNING name`, id, position, status).Scan(&name)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("finishing step %d: %w", position, err)
-		}
-		data := map[string]any{"step": name, "step_position": position}
-		for k, v := range summary {
-			data[k] = v
-		}
-		return InsertEvent(ctx, tx, &id, "step."+status, data)
+		return InsertEvent(ctx, tx, &id, events.DeploymentStarted, data)
 	})
 }
 
@@ -274,24 +138,19 @@ func FinishStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, 
 // A deployment already ended (e.g. failed by a dead Thorax) keeps its state.
 func FinishDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, status, reason string) (final string, err error) {
 	err = inTx(ctx, db, func(tx pgx.Tx) error {
-		var errText *string
-		if reason != "" {
-			errText = &reason
+		final, err = queries.MarkDeploymentEnded(ctx, tx, dbsqlc.MarkDeploymentEndedParams{
+			ID: id, Status: status, Error: nullString(reason),
+		})
+		if err = notFound(err); errors.Is(err, ErrNotFound) {
+			if final, err = queries.DeploymentStatus(ctx, tx, id); err != nil {
+				return fmt.Errorf("reading the state of deployment %s: %w", id, notFound(err))
+			}
+			return nil
 		}
-		e := tx.QueryRow(ctx, `
-			UPDATE deployments SET status = $2, finished_at = now(), error = $3
-			WHERE id = $1 AND status IN ('pending', 'running') RETURNING status`, id, status, errText).Scan(&final)
-		if errors.Is(e, pgx.ErrNoRows) {
-			return tx.QueryRow(ctx, `SELECT status FROM deployments WHERE id = $1`, id).Scan(&final)
+		if err != nil {
+			return fmt.Errorf("finishing deployment: %w", err)
 		}
-		if e != nil {
-			return fmt.Errorf("finishing deployment: %w", e)
-		}
-		data := map[string]any{"status": status}
-		if reason != "" {
-			data["reason"] = reason
-		}
-		return InsertEvent(ctx, tx, &id, "deployment."+status, data)
+		return InsertEvent(ctx, tx, &id, events.DeploymentEnded(status), events.DeploymentEndedData{Status: status, Reason: reason})
 	})
 	return final, err
 }
@@ -301,51 +160,29 @@ func FinishDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, status, 
 // learns of running ones on its next heartbeat and kills them). It returns how many
 // commands were cancelled.
 func CancelDeploymentWork(ctx context.Context, db TxBeginner, id uuid.UUID) (int, error) {
-	var n int
+	var n int64
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
-			UPDATE pending_dispatch_requests SET status = 'cancelled', finished_at = now(), claimed_by = NULL,
-			       last_error = 'deployment cancelled'
-			WHERE deployment_id = $1 AND status IN ('pending', 'processing')`, id); err != nil {
-			return err
+		if err := queries.CancelUndispatchedRequests(ctx, tx, id); err != nil {
+			return fmt.Errorf("cancelling the requests of deployment %s: %w", id, err)
 		}
-		tag, err := tx.Exec(ctx, `
-			UPDATE command_queue SET status = 'cancelled', finished_at = now(), error = 'deployment cancelled'
-			WHERE deployment_id = $1 AND status IN ('queued', 'running')`, id)
-		if err != nil {
-			return err
+		var err error
+		if n, err = queries.CancelUnfinishedCommands(ctx, tx, id); err != nil {
+			return fmt.Errorf("cancelling the commands of deployment %s: %w", id, err)
 		}
-		n = int(tag.RowsAffected())
-		_, err = tx.Exec(ctx, `
-			UPDATE pending_dispatch_requests p SET status = 'cancelled', finished_at = now(), last_error = 'deployment cancelled'
-			FROM command_queue c
-			WHERE p.deployment_id = $1 AND p.status = 'dispatched' AND c.dispatch_request_id = p.id
-			  AND c.dispatch_attempt = p.attempts AND c.status = 'cancelled'`, id)
-		return err
+		if err := queries.CancelDispatchedRequests(ctx, tx, id); err != nil {
+			return fmt.Errorf("cancelling the dispatched requests of deployment %s: %w", id, err)
+		}
+		return nil
 	})
-	return n, err
+	return int(n), err
 }
 
-// EventActor is the key of an event's data that names the API token behind it.
-const EventActor = "actor"
+// EventCancelRequested is the type of the event of a cancel asked for through the
+// API (events.DeploymentCancelRequested, as a string for readers that key on it).
+const EventCancelRequested = string(events.DeploymentCancelRequested)
 
-// EventCancelRequested is the event of a cancel asked for through the API; the
+// RecordCancelRequest records that actor asked to cancel deployment id; the
 // deployment.cancelled event follows once the workflow has stopped its work.
-const EventCancelRequested = "deployment.cancel_requested"
-
-// RecordCancelRequest records that actor asked to cancel deployment id.
 func RecordCancelRequest(ctx context.Context, db DB, id uuid.UUID, actor string) error {
-	return InsertEvent(ctx, db, &id, EventCancelRequested, map[string]any{EventActor: actor})
-}
-
-func inTx(ctx context.Context, db TxBeginner, f func(pgx.Tx) error) error {
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := f(tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
+	return InsertEvent(ctx, db, &id, events.DeploymentCancelRequested, events.CancelRequestedData{Actor: actor})
 }

@@ -2,11 +2,14 @@ package schema
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // EventFilter selects events from the deployment event log. Zero fields do not filter.
@@ -27,37 +30,16 @@ type EventFilter struct {
 // return a row whose id is below one it returned before; callers that tail the log
 // must hold back past gaps (see EventLogWriters).
 func ReadEvents(ctx context.Context, db DB, after, through int64, f EventFilter, limit int) ([]Event, error) {
-	var (
-		sql  strings.Builder
-		args = []any{after, through}
-	)
-	sql.WriteString(`SELECT id, deployment_id, type, data, created_at FROM deployment_events WHERE id > $1 AND id <= $2`)
-	if f.DeploymentID != nil {
-		args = append(args, *f.DeploymentID)
-		fmt.Fprintf(&sql, ` AND deployment_id = $%d`, len(args))
-	}
-	if len(f.Types) > 0 {
-		args = append(args, typePatterns(f.Types))
-		fmt.Fprintf(&sql, ` AND type LIKE ANY ($%d::text[])`, len(args))
-	}
-	if len(f.Targets) > 0 {
-		args = append(args, f.Targets)
-		fmt.Fprintf(&sql, ` AND data->>'target' = ANY ($%d::text[])`, len(args))
-	}
-	args = append(args, limit)
-	fmt.Fprintf(&sql, ` ORDER BY id LIMIT $%d`, len(args))
-
-	rows, err := db.Query(ctx, sql.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("reading events after %d: %w", after, err)
-	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
-		var e Event
-		err := row.Scan(&e.ID, &e.DeploymentID, &e.Type, &e.Data, &e.CreatedAt)
-		return e, err
+	rows, err := queries.ReadEvents(ctx, db, dbsqlc.ReadEventsParams{
+		After: after, Through: through, DeploymentID: f.DeploymentID,
+		Types: typePatterns(f.Types), Targets: f.Targets, MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading events after %d: %w", after, err)
+	}
+	events := make([]Event, len(rows))
+	for i, r := range rows {
+		events[i] = Event{ID: r.ID, DeploymentID: r.DeploymentID, Type: r.Type, Data: r.Data, CreatedAt: r.CreatedAt}
 	}
 	return events, nil
 }
@@ -80,12 +62,17 @@ func typePatterns(types []string) []string {
 
 // LatestEventID returns the highest id committed to the event log, 0 when it is empty.
 func LatestEventID(ctx context.Context, db DB) (int64, error) {
-	var id int64
-	if err := db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM deployment_events`).Scan(&id); err != nil {
+	id, err := queries.LatestEventID(ctx, db)
+	if err != nil {
 		return 0, fmt.Errorf("reading the latest event id: %w", err)
 	}
 	return id, nil
 }
+
+// eventLogWritersSQL reads pg_locks, a system view sqlc does not know.
+//
+//go:embed embedded/event_log_writers.sql
+var eventLogWritersSQL string
 
 // EventLogWriters returns the virtual transaction ids of the transactions that hold a
 // write lock on deployment_events.
@@ -95,12 +82,7 @@ func LatestEventID(ctx context.Context, db DB) (int64, error) {
 // M belongs to a transaction in this list, read after that row, or is gone for good;
 // when none of the listed transactions is running any more, the gaps below M are final.
 func EventLogWriters(ctx context.Context, db DB) ([]string, error) {
-	rows, err := db.Query(ctx, `
-		SELECT DISTINCT virtualtransaction FROM pg_locks
-		WHERE locktype = 'relation'
-		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		  AND relation = 'deployment_events'::regclass
-		  AND mode = 'RowExclusiveLock'`)
+	rows, err := db.Query(ctx, eventLogWritersSQL)
 	if err != nil {
 		return nil, fmt.Errorf("listing event log writers: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -96,17 +97,10 @@ func TestCheckListReadsBothForms(t *testing.T) {
 	require.Equal(t, []string{"a", "it's"}, checkList(t, "t", "c", `CHECK (mode IN ('a', 'it''s'))`))
 }
 
-// listedConstants pairs each list of values with the constant block it names.
-var listedConstants = []struct{ file, list string }{
-	{"status.go", "DispatchStatuses"},
-	{"status.go", "DeploymentStatuses"},
-	{"status.go", "StepStatuses"},
-	{"status.go", "CommandStatuses"},
-	{"status.go", "InstanceStatuses"},
-	{"status.go", "AnalysisStatuses"},
-	{"analyses.go", "AnalysisSources"},
-	{"targets.go", "Modes"},
-	{"dispatch_requests.go", "Priorities"},
+// listedConstants are the lists of values, each following the const block it lists.
+var listedConstants = []string{
+	"DispatchStatuses", "DeploymentStatuses", "StepStatuses", "CommandStatuses", "InstanceStatuses",
+	"AnalysisStatuses", "AnalysisSources", "Modes", "Priorities",
 }
 
 // Every constant of a block of states is in the list that follows the block, so that
@@ -114,22 +108,38 @@ var listedConstants = []struct{ file, list string }{
 // instead of passing unseen.
 func TestStatusListsNameEveryConstant(t *testing.T) {
 	t.Parallel()
-	for _, l := range listedConstants {
-		block, list := constantsAndList(t, l.file, l.list)
-		require.NotEmpty(t, block, "%s: no constant block before %s", l.file, l.list)
-		require.ElementsMatch(t, block, list, "%s: the constants (left) and %s (right) differ", l.file, l.list)
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	found := map[string]bool{}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+		require.NoError(t, err)
+		for _, list := range listedConstants {
+			block, listed, ok := constantsAndList(t, f, list)
+			if !ok {
+				continue
+			}
+			found[list] = true
+			require.NotEmpty(t, block, "%s: no constant block before %s", file, list)
+			require.ElementsMatch(t, block, listed, "%s: the constants (left) and %s (right) differ", file, list)
+		}
+	}
+	for _, list := range listedConstants {
+		require.True(t, found[list], "no file of package schema declares %s", list)
 	}
 }
 
 // constantsAndList returns the names of the constants declared in the const block
-// that comes last before var list in file, and the names list holds.
-func constantsAndList(t *testing.T, file, list string) (block, listed []string) {
+// that comes last before var list in f, and the names list holds; ok is false when f
+// does not declare list.
+func constantsAndList(t *testing.T, f *ast.File, list string) (block, listed []string, ok bool) {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-	require.NoError(t, err)
 	for _, decl := range f.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok {
+		gen, isGen := decl.(*ast.GenDecl)
+		if !isGen {
 			continue
 		}
 		if gen.Tok == token.CONST {
@@ -137,22 +147,21 @@ func constantsAndList(t *testing.T, file, list string) (block, listed []string) 
 			continue
 		}
 		for _, spec := range gen.Specs {
-			vs, ok := spec.(*ast.ValueSpec)
-			if !ok || len(vs.Names) != 1 || vs.Names[0].Name != list {
+			vs, isValue := spec.(*ast.ValueSpec)
+			if !isValue || len(vs.Names) != 1 || vs.Names[0].Name != list {
 				continue
 			}
-			lit, ok := vs.Values[0].(*ast.CompositeLit)
-			require.True(t, ok, "%s: %s is not a list literal", file, list)
+			lit, isLit := vs.Values[0].(*ast.CompositeLit)
+			require.True(t, isLit, "%s is not a list literal", list)
 			for _, e := range lit.Elts {
-				id, ok := e.(*ast.Ident)
-				require.True(t, ok, "%s: %s holds %T, not a constant's name", file, list, e)
+				id, isIdent := e.(*ast.Ident)
+				require.True(t, isIdent, "%s holds %T, not a constant's name", list, e)
 				listed = append(listed, id.Name)
 			}
-			return block, listed
+			return block, listed, true
 		}
 	}
-	t.Fatalf("%s: no var %s", file, list)
-	return nil, nil
+	return nil, nil, false
 }
 
 // constNames are the names a const block declares with a string value.

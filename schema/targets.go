@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // Target modes: how Thorax hands a target's commands to its agent.
@@ -122,42 +123,23 @@ func RegisterTarget(ctx context.Context, db DB, t NewTarget, heartbeatTimeout ti
 	if err != nil {
 		return Target{}, err
 	}
-	var address *string
-	if t.Address != "" {
-		address = &t.Address
+	row, err := queries.RegisterTarget(ctx, db, dbsqlc.RegisterTargetParams{
+		Name: t.Name, Mode: t.Mode, Address: nullString(t.Address), Labels: labelJSON,
+		HeartbeatTimeoutSeconds: heartbeatTimeout.Seconds(),
+	})
+	if err != nil {
+		return Target{}, fmt.Errorf("registering target %s: %w", t.Name, notFound(err))
 	}
-	row := db.QueryRow(ctx, `
-		WITH live AS (
-		    SELECT i.id FROM thorax_instances i
-		    WHERE i.status = 'live' AND i.last_heartbeat_at > now() - make_interval(secs => $5)
-		), pick AS (
-		    SELECT l.id FROM live l
-		    LEFT JOIN targets t ON t.assigned_instance_id = l.id AND t.deregistered_at IS NULL
-		    GROUP BY l.id ORDER BY count(t.id), l.id LIMIT 1
-		)
-		INSERT INTO targets (name, mode, address, labels, assigned_instance_id)
-		VALUES ($1, $2, $3, $4, CASE WHEN $2 = 'listen' THEN (SELECT id FROM pick) END)
-		ON CONFLICT (name) DO UPDATE
-		SET mode = EXCLUDED.mode, address = EXCLUDED.address, labels = EXCLUDED.labels,
-		    deregistered_at = NULL, updated_at = now(),
-		    assigned_instance_id = CASE
-		        WHEN EXCLUDED.mode = 'poll' THEN targets.assigned_instance_id
-		        WHEN targets.assigned_instance_id IN (SELECT id FROM live) THEN targets.assigned_instance_id
-		        ELSE (SELECT id FROM pick) END
-		RETURNING id, name, mode, address, labels, assigned_instance_id, created_at, updated_at`,
-		t.Name, t.Mode, address, labelJSON, heartbeatTimeout.Seconds())
-	return scanTarget(row)
+	return targetOf(row)
 }
 
-func scanTarget(row interface{ Scan(...any) error }) (Target, error) {
-	var (
-		t      Target
-		labels []byte
-	)
-	if err := row.Scan(&t.ID, &t.Name, &t.Mode, &t.Address, &labels, &t.AssignedInstanceID, &t.CreatedAt, &t.UpdatedAt); err != nil {
-		return Target{}, notFound(err)
+// targetOf is the Target a targets row holds.
+func targetOf(r dbsqlc.Target) (Target, error) {
+	t := Target{
+		ID: r.ID, Name: r.Name, Mode: r.Mode, Address: r.Address,
+		AssignedInstanceID: r.AssignedInstanceID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
-	if err := json.Unmarshal(labels, &t.Labels); err != nil {
+	if err := json.Unmarshal(r.Labels, &t.Labels); err != nil {
 		return Target{}, fmt.Errorf("target %s labels: %w", t.Name, err)
 	}
 	return t, nil
@@ -165,32 +147,29 @@ func scanTarget(row interface{ Scan(...any) error }) (Target, error) {
 
 // ListTargets returns the registered targets by name.
 func ListTargets(ctx context.Context, db DB) ([]Target, error) {
-	rows, err := db.Query(ctx, `
-		SELECT id, name, mode, address, labels, assigned_instance_id, created_at, updated_at
-		FROM targets WHERE deregistered_at IS NULL ORDER BY name`)
+	rows, err := queries.ListTargets(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("listing targets: %w", err)
 	}
-	defer rows.Close()
 	var out []Target
-	for rows.Next() {
-		t, err := scanTarget(rows)
+	for _, r := range rows {
+		t, err := targetOf(r)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, t)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // DeregisterTarget marks the named target deregistered; its history stays. It returns
 // ErrNotFound when no registered target has that name.
 func DeregisterTarget(ctx context.Context, db DB, name string) error {
-	tag, err := db.Exec(ctx, `UPDATE targets SET deregistered_at = now(), updated_at = now() WHERE name = $1 AND deregistered_at IS NULL`, name)
+	n, err := queries.DeregisterTarget(ctx, db, name)
 	if err != nil {
 		return fmt.Errorf("deregistering target %s: %w", name, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return ErrNotFound
 	}
 	return nil

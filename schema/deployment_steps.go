@@ -1,0 +1,127 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
+)
+
+// StartStep marks a step running with a step.started event.
+func StartStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, targets int) error {
+	return inTx(ctx, db, func(tx pgx.Tx) error {
+		name, err := queries.MarkStepRunning(ctx, tx, dbsqlc.MarkStepRunningParams{DeploymentID: id, Position: int32(position)})
+		if err = notFound(err); errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("starting step %d: %w", position, err)
+		}
+		return InsertEvent(ctx, tx, &id, events.StepStarted, events.StepStartedData{Step: name, StepPosition: position, Targets: targets})
+	})
+}
+
+// NewStepCommand is what a step runs on each target.
+type NewStepCommand struct {
+	Command    string
+	Timeout    time.Duration
+	Env        map[string]string
+	WorkingDir string
+}
+
+// EnqueueStepTargets enqueues a step's dispatch requests for targets in one statement,
+// with a target.queued event each, in one transaction. Keys derive from deployment,
+// step and target, so a retried call writes nothing twice.
+func EnqueueStepTargets(ctx context.Context, db TxBeginner, id uuid.UUID, position int, priority string, step NewStepCommand, targets []string) error {
+	return inTx(ctx, db, func(tx pgx.Tx) error {
+		reqs := make([]NewDispatchRequest, len(targets))
+		for i, t := range targets {
+			pos := position
+			reqs[i] = NewDispatchRequest{
+				IdempotencyKey: fmt.Sprintf("%s:%d:%s", id, position, t), Target: t, DeploymentID: &id, StepPosition: &pos,
+				Command: step.Command, Timeout: step.Timeout, Priority: priority, Env: step.Env, WorkingDir: step.WorkingDir,
+			}
+		}
+		out, err := EnqueueDispatchRequests(ctx, tx, reqs)
+		if err != nil {
+			return err
+		}
+		for i, o := range out {
+			if !o.Created {
+				continue
+			}
+			if err := InsertEvent(ctx, tx, &id, events.TargetQueued, events.TargetQueuedData{
+				StepPosition: position, Target: targets[i], RequestID: o.ID,
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// TargetResult is how one target's step ended.
+type TargetResult struct {
+	Target   string `json:"target"`
+	Status   string `json:"status"` // CommandSucceeded or CommandFailed
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// failedResult is the result of a target whose step failed; a failure without an
+// error text is named by its exit code.
+func failedResult(target string, exitCode *int32, errText string) TargetResult {
+	r := TargetResult{Target: target, Status: CommandFailed, ExitCode: intPtr(exitCode), Error: errText}
+	if r.Error == "" && r.ExitCode != nil {
+		r.Error = fmt.Sprintf("exit code %d", *r.ExitCode)
+	}
+	return r
+}
+
+// StepResults returns the targets among waiting whose step has ended: their command
+// finished, or their request failed, expired or was cancelled without one.
+func StepResults(ctx context.Context, db DB, id uuid.UUID, position int, waiting []string) ([]TargetResult, error) {
+	rows, err := queries.EndedStepTargets(ctx, db, dbsqlc.EndedStepTargetsParams{
+		DeploymentID: id, Position: int32(position), Waiting: waiting,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading step results: %w", err)
+	}
+	var out []TargetResult
+	for _, r := range rows {
+		if r.CommandStatus != nil && *r.CommandStatus == CommandSucceeded && r.RequestStatus == StatusDispatched {
+			out = append(out, TargetResult{Target: r.Target, Status: CommandSucceeded, ExitCode: intPtr(r.ExitCode), Error: r.Error})
+			continue
+		}
+		out = append(out, failedResult(r.Target, r.ExitCode, r.Error))
+	}
+	return out, nil
+}
+
+// FinishStep records a step's end (succeeded, failed, skipped or cancelled) with a
+// step.<status> event whose data is events.StepEndedData: the step, and the counts
+// summary holds (succeeded, failed, skipped).
+func FinishStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, status string, summary map[string]any) error {
+	return inTx(ctx, db, func(tx pgx.Tx) error {
+		name, err := queries.MarkStepEnded(ctx, tx, dbsqlc.MarkStepEndedParams{
+			DeploymentID: id, Position: int32(position), Status: status,
+		})
+		if err = notFound(err); errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("finishing step %d: %w", position, err)
+		}
+		data := map[string]any{"step": name, "step_position": position}
+		for k, v := range summary {
+			data[k] = v
+		}
+		return InsertEvent(ctx, tx, &id, events.StepEnded(status), data)
+	})
+}
