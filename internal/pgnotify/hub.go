@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mantis-deploy/mantis/schema"
 )
 
 // Hub fans notifications of some channels out to subscribers.
 type Hub struct {
 	pool     *pgxpool.Pool
-	channels []string
+	channels []schema.Channel
 	logger   *slog.Logger
 
 	mu   sync.Mutex
@@ -31,14 +33,14 @@ type Subscription struct {
 }
 
 // NewHub returns a hub for channels; Run must be running for it to deliver.
-func NewHub(pool *pgxpool.Pool, logger *slog.Logger, channels ...string) *Hub {
+func NewHub(pool *pgxpool.Pool, logger *slog.Logger, channels ...schema.Channel) *Hub {
 	return &Hub{pool: pool, channels: channels, logger: logger, subs: map[string]map[*Subscription]struct{}{}}
 }
 
 // Subscribe wakes the subscription on notifications of channel with this payload.
 // Close it when done.
-func (h *Hub) Subscribe(channel, payload string) *Subscription {
-	s := &Subscription{C: make(chan struct{}, 1), key: channel + "\x00" + payload, hub: h}
+func (h *Hub) Subscribe(channel schema.Channel, payload string) *Subscription {
+	s := &Subscription{C: make(chan struct{}, 1), key: string(channel) + "\x00" + payload, hub: h}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[s.key] == nil {
@@ -109,7 +111,7 @@ func (h *Hub) listen(ctx context.Context) error {
 	conn := pooled.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, ch := range h.channels {
-		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
+		if err := schema.Listen(ctx, conn, ch); err != nil {
 			return err
 		}
 	}

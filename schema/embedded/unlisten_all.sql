@@ -1,0 +1,2 @@
+-- UnlistenAll: stop every LISTEN of the connection before it goes back to its pool.
+UNLISTEN *;
