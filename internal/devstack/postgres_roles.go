@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"net/url"
 	"os"
@@ -45,6 +46,20 @@ func postgresURL(role, password string, port int, database string) string {
 	return u.String()
 }
 
+// The statements that prepare the cluster's roles and databases. They run as its
+// superuser and name roles and databases, which no query can take as parameters:
+// each builds its statements server-side with format('%I'), executed by execGenerated.
+var (
+	//go:embed sql/login_role.sql
+	loginRoleSQL string
+	//go:embed sql/create_database.sql
+	createDatabaseSQL string
+	//go:embed sql/grant_public_schema.sql
+	grantPublicSchemaSQL string
+	//go:embed sql/is_superuser.sql
+	isSuperuserSQL string
+)
+
 // ensureMantisRole makes the mantis role a login with password that may create
 // databases (each test has its own) and nothing more: not a superuser, no roles.
 // It owns the mantis database, and may create tables in databases others create.
@@ -54,23 +69,15 @@ func ensureMantisRole(ctx context.Context, adminURL, password string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	quoted := "'" + strings.ReplaceAll(password, "'", "''") + "'"
-	role := pgx.Identifier{postgresRole}.Sanitize()
-	stmts := []string{
-		`DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '` + postgresRole + `') THEN CREATE ROLE ` + role + `; END IF; END $$`,
-		`ALTER ROLE ` + role + ` LOGIN NOSUPERUSER NOCREATEROLE NOREPLICATION NOBYPASSRLS CREATEDB PASSWORD ` + quoted,
-	}
-	for _, stmt := range stmts {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("preparing the %s role: %w", postgresRole, err)
-		}
+	if err := execGenerated(ctx, conn, loginRoleSQL, postgresRole, password); err != nil {
+		return fmt.Errorf("preparing the %s role: %w", postgresRole, err)
 	}
 	var exists bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, postgresDatabase).Scan(&exists); err != nil {
+	if err := conn.QueryRow(ctx, databaseExistsSQL, postgresDatabase).Scan(&exists); err != nil {
 		return err
 	}
 	if !exists {
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+postgresDatabase+" OWNER "+role); err != nil {
+		if err := execGenerated(ctx, conn, createDatabaseSQL, postgresDatabase, postgresRole); err != nil {
 			return fmt.Errorf("creating the %s database: %w", postgresDatabase, err)
 		}
 	}
@@ -81,7 +88,7 @@ func ensureMantisRole(ctx context.Context, adminURL, password string) error {
 		return err
 	}
 	defer tmpl.Close(ctx)
-	if _, err := tmpl.Exec(ctx, "GRANT CREATE ON SCHEMA public TO "+role); err != nil {
+	if err := execGenerated(ctx, tmpl, grantPublicSchemaSQL, postgresRole); err != nil {
 		return fmt.Errorf("granting %s the public schema of template1: %w", postgresRole, err)
 	}
 	return nil
@@ -96,5 +103,5 @@ func legacyCluster(ctx context.Context, port int) bool {
 	}
 	defer conn.Close(ctx)
 	var super bool
-	return conn.QueryRow(ctx, `SELECT rolsuper FROM pg_roles WHERE rolname = current_user`).Scan(&super) == nil && super
+	return conn.QueryRow(ctx, isSuperuserSQL).Scan(&super) == nil && super
 }

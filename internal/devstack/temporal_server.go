@@ -47,8 +47,6 @@ var (
 	temporalUIConfig string
 	//go:embed temporal_dynamic.yaml
 	temporalDynamicConfig []byte
-	//go:embed sql/temporal_role.sql
-	temporalRoleSQL string
 	//go:embed sql/database_exists.sql
 	databaseExistsSQL string
 	//go:embed sql/schema_versioned.sql
@@ -216,7 +214,7 @@ func (s *Stack) prepareTemporalDatabases(ctx context.Context, password string) e
 		return fmt.Errorf("connecting to PostgreSQL as its administrator: %w", err)
 	}
 	defer admin.Close(ctx)
-	if err := execGenerated(ctx, admin, temporalRoleSQL, temporalRole, password); err != nil {
+	if err := execGenerated(ctx, admin, loginRoleSQL, temporalRole, password); err != nil {
 		return fmt.Errorf("preparing the %s role: %w", temporalRole, err)
 	}
 	for db, schemaName := range map[string]string{
