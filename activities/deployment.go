@@ -17,6 +17,10 @@ import (
 	"github.com/mantis-deploy/mantis/schema"
 )
 
+// DeploymentWorkflowIDPrefix prefixes the workflow id of a deployment started by
+// Mandible, "deployment:<uuid>" (workflows.DeploymentWorkflowID).
+const DeploymentWorkflowIDPrefix = "deployment:"
+
 // ResultsChannel is the notification channel of deployment results (migration 004).
 const ResultsChannel = "mantis_deployment_results"
 
@@ -34,7 +38,7 @@ func DeploymentIDFor(workflowID string, s spec.Deployment) (uuid.UUID, error) {
 		}
 		return id, nil
 	}
-	if rest, ok := strings.CutPrefix(workflowID, "deployment:"); ok {
+	if rest, ok := strings.CutPrefix(workflowID, DeploymentWorkflowIDPrefix); ok {
 		if id, err := uuid.Parse(rest); err == nil {
 			return id, nil
 		}

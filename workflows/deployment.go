@@ -11,26 +11,6 @@ import (
 	"github.com/mantis-deploy/mantis/schema"
 )
 
-// Deployment protocol names, as they appear in the Temporal Web UI.
-const (
-	// DeploymentWorkflowType is the registered type of a deployment.
-	DeploymentWorkflowType = "Deployment"
-	// DefaultDeploymentTaskQueue is the task queue every replica's deployment worker
-	// polls unless [temporal] deployment_task_queue says otherwise.
-	DefaultDeploymentTaskQueue = "mantis-deployments"
-)
-
-// DeploymentWorkflowID is the workflow id of a deployment.
-func DeploymentWorkflowID(id string) string { return "deployment:" + id }
-
-// Search attributes of deployments.
-var (
-	DeploymentIDSearchAttribute       = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentID")
-	DeploymentNameSearchAttribute     = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentName")
-	DeploymentStatusSearchAttribute   = temporal.NewSearchAttributeKeyKeyword("MantisStatus")
-	DeploymentPrioritySearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisPriority")
-)
-
 // DeploymentResult is how a deployment ended.
 type DeploymentResult struct {
 	DeploymentID string       `json:"deployment_id"`

@@ -2,9 +2,15 @@
 // no I/O, no wall clock, no goroutines; everything that touches the world is an activity.
 package workflows
 
-import "go.temporal.io/sdk/temporal"
+import (
+	"go.temporal.io/sdk/temporal"
 
-// Dispatcher protocol names, as they appear in the Temporal Web UI.
+	"github.com/mantis-deploy/mantis/activities"
+)
+
+// Protocol names of Mantis's workflows, as they appear in the Temporal Web UI: the
+// workflow types, task queues and signals that workers, clients and tests import from
+// here.
 const (
 	// DispatcherWorkflowType is the registered type of the per-replica dispatch loop.
 	DispatcherWorkflowType = "Dispatcher"
@@ -12,6 +18,16 @@ const (
 	WakeSignal = "wake"
 	// TaskQueuePrefix prefixes each replica's own task queue.
 	TaskQueuePrefix = "mandible-"
+
+	// DeploymentWorkflowType is the registered type of a deployment.
+	DeploymentWorkflowType = "Deployment"
+	// DefaultDeploymentTaskQueue is the task queue every replica's deployment worker
+	// polls unless [temporal] deployment_task_queue says otherwise (config.DefaultMandible
+	// carries the same name; a test holds them equal).
+	DefaultDeploymentTaskQueue = "mantis-deployments"
+
+	// TopologyWorkflowType declares the RabbitMQ topology when a replica starts.
+	TopologyWorkflowType = "DeclareTopology"
 )
 
 // DispatcherWorkflowID is the id of replica's dispatcher workflow.
@@ -21,10 +37,25 @@ func DispatcherWorkflowID(replica string) string { return "dispatcher:" + replic
 // claims a batch is the one that delivers it.
 func ReplicaTaskQueue(replica string) string { return TaskQueuePrefix + replica }
 
+// DeploymentWorkflowID is the workflow id of a deployment. StartDeployment reads the
+// deployment id back from it (activities.DeploymentWorkflowIDPrefix).
+func DeploymentWorkflowID(id string) string { return activities.DeploymentWorkflowIDPrefix + id }
+
+// TopologyWorkflowID is the id of replica's topology declaration at start-up.
+func TopologyWorkflowID(replica string) string { return "topology:" + replica }
+
 // Search attributes Mantis sets on its workflows. Mandible registers them at start-up.
 var (
 	// ReplicaSearchAttribute names the Mandible replica a dispatcher belongs to.
 	ReplicaSearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisReplica")
+	// DeploymentIDSearchAttribute is a deployment's id.
+	DeploymentIDSearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentID")
+	// DeploymentNameSearchAttribute is a deployment's name from its spec.
+	DeploymentNameSearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentName")
+	// DeploymentStatusSearchAttribute is a deployment's state (schema.Deployment*).
+	DeploymentStatusSearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisStatus")
+	// DeploymentPrioritySearchAttribute is a deployment's command priority.
+	DeploymentPrioritySearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisPriority")
 )
 
 // SearchAttributes lists every search attribute Mantis uses, for registration.

@@ -9,12 +9,6 @@ import (
 	"github.com/mantis-deploy/mantis/activities"
 )
 
-// TopologyWorkflowType declares the RabbitMQ topology when a replica starts.
-const TopologyWorkflowType = "DeclareTopology"
-
-// TopologyWorkflowID is the id of replica's topology declaration at start-up.
-func TopologyWorkflowID(replica string) string { return "topology:" + replica }
-
 // DeclareTopology runs the topology activity on the replica's own task queue. A
 // broker that is down is retried for a couple of minutes; a PRECONDITION_FAILED is not
 // retried.
