@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/api"
 )
 
 // What a command printed reaches the terminal only as text: escape sequences, bells,
@@ -16,11 +16,11 @@ func TestSummaryPrintsOutputTailsSafelyForATerminal(t *testing.T) {
 	t.Parallel()
 	exit := 2
 	summary := "exit 2; last output: \"\x1b[2J\""
-	d := schema.DeploymentView{Name: "hostile", Status: "failed", Steps: []schema.StepView{{
-		Name: "print", Status: "failed", Targets: []schema.TargetView{{
+	d := api.Deployment{Name: "hostile", Status: "failed", Steps: []api.Step{{
+		Name: "print", Status: "failed", Targets: []api.TargetResult{{
 			Target: "web-1", Status: "failed", ExitCode: &exit, Error: "bad\x07",
 			OutputTail: "first\tline\n\x1b]0;owned\x07\x1b[31mred\r\nover\rwrite\x08\u009b\n",
-			Analysis:   &schema.AnalysisView{Status: "done", Summary: &summary},
+			Analysis:   &api.Analysis{Status: "done", Summary: &summary},
 		}},
 	}}}
 	var out bytes.Buffer
@@ -50,6 +50,6 @@ func TestSummaryNamesWhoCreatedTheDeployment(t *testing.T) {
 	t.Parallel()
 	by := "ci"
 	var out bytes.Buffer
-	printDeploymentSummary(&out, schema.DeploymentView{Name: "release", Status: "running", CreatedBy: &by})
+	printDeploymentSummary(&out, api.Deployment{Name: "release", Status: "running", CreatedBy: &by})
 	require.Contains(t, out.String(), "created by ci")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/codec"
@@ -210,7 +211,7 @@ client_key_path = %q
 // registered with Mandible, registers the listen-mode target through the API so that
 // it is pinned to this Thorax, and waits until Thorax's heartbeat has registered the
 // poll-mode target. It returns both targets.
-func startExecutionTier(ctx context.Context, stack *devstack.Stack, api *apiclient.Client) ([]schema.Target, error) {
+func startExecutionTier(ctx context.Context, stack *devstack.Stack, client *apiclient.Client) ([]api.Target, error) {
 	logger := stack.Logger()
 	db, err := pgx.Connect(ctx, stack.Env["DATABASE_URL"])
 	if err != nil {
@@ -264,11 +265,11 @@ func startExecutionTier(ctx context.Context, stack *devstack.Stack, api *apiclie
 	}
 	logger.Info("thorax registered", "instance_id", instance)
 
-	var listen, poll schema.Target
+	var listen, poll api.Target
 	err = waitTier(ctx, stack, "the listen-mode target pinned to thorax", func(ctx context.Context) (bool, error) {
 		// Registering again is an update: Mandible keeps a live assignment and otherwise
 		// pins the target to the live instance with the fewest targets.
-		t, err := api.RegisterTarget(ctx, apiclient.TargetSpec{
+		t, err := client.RegisterTarget(ctx, api.NewTarget{
 			Name: devListenTarget, Mode: schema.ModeListen, Address: devListenAgentAddr,
 			Labels: map[string]string{"stack": "local"},
 		})
@@ -282,7 +283,7 @@ func startExecutionTier(ctx context.Context, stack *devstack.Stack, api *apiclie
 		return nil, err
 	}
 	err = waitTier(ctx, stack, "the poll-mode agent reaching thorax", func(ctx context.Context) (bool, error) {
-		targets, err := api.ListTargets(ctx)
+		targets, err := client.ListTargets(ctx)
 		if err != nil {
 			return false, err
 		}
@@ -297,7 +298,7 @@ func startExecutionTier(ctx context.Context, stack *devstack.Stack, api *apiclie
 	if err != nil {
 		return nil, err
 	}
-	return []schema.Target{poll, listen}, nil
+	return []api.Target{poll, listen}, nil
 }
 
 // waitTier polls check until it holds, a process of the stack exits, or devTierTimeout
@@ -432,7 +433,7 @@ func writeConfig(stack *devstack.Stack, name, content string) (string, error) {
 	return path, os.WriteFile(path, []byte(content), 0o600)
 }
 
-func printSummary(stack *devstack.Stack, envPath string, targets []schema.Target) {
+func printSummary(stack *devstack.Stack, envPath string, targets []api.Target) {
 	e := stack.Env
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
@@ -488,8 +489,8 @@ steps:
 
 // submitSample submits the sample deployment and says how to follow it. A failure is
 // reported, not fatal: the stack is up either way.
-func submitSample(ctx context.Context, api *apiclient.Client, temporalUI string) {
-	created, err := api.CreateDeployment(ctx, []byte(sampleDeployment))
+func submitSample(ctx context.Context, client *apiclient.Client, temporalUI string) {
+	created, err := client.CreateDeployment(ctx, []byte(sampleDeployment))
 	if err != nil {
 		fmt.Printf("  Sample deployment could not be submitted: %v\n", err)
 		return

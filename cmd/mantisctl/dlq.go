@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/broker"
-	"github.com/mantis-deploy/mantis/internal/httpapi"
 )
 
 func newDLQCommand(f *clientFlags) *cobra.Command {
@@ -113,7 +113,7 @@ func clip(s string, n int) string {
 }
 
 func newDLQRequeueCommand(f *clientFlags) *cobra.Command {
-	var body httpapi.DLQRequeueBody
+	var body api.DLQRequeueBody
 	cmd := &cobra.Command{
 		Use:   "requeue --to high|normal|low",
 		Short: "Move messages from the DLQ back to a command queue, oldest first",
@@ -134,7 +134,7 @@ x-death count reaches its max_retries goes straight back to the DLQ unprocessed.
 			if err != nil {
 				return err
 			}
-			var res httpapi.DLQRequeueResult
+			var res api.DLQRequeueResult
 			if err := c.Do(cmd.Context(), http.MethodPost, "/api/v1/dlq/requeue", body, &res); err != nil {
 				return err
 			}
@@ -179,8 +179,8 @@ func newDLQPurgeCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var res httpapi.DLQPurgeResult
-			if err := c.Do(cmd.Context(), http.MethodPost, "/api/v1/dlq/purge", httpapi.DLQPurgeBody{Confirm: true}, &res); err != nil {
+			var res api.DLQPurgeResult
+			if err := c.Do(cmd.Context(), http.MethodPost, "/api/v1/dlq/purge", api.DLQPurgeBody{Confirm: true}, &res); err != nil {
 				return err
 			}
 			if f.output == "json" {

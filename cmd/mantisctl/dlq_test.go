@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/broker"
-	"github.com/mantis-deploy/mantis/internal/httpapi"
 )
 
 // dlqAPI stands in for Mandible's /api/v1/dlq routes (internal/httpapi serves
@@ -46,11 +46,11 @@ func (a *dlqAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode(listing)
 	case "POST /api/v1/dlq/requeue":
-		var req httpapi.DLQRequeueBody
+		var req api.DLQRequeueBody
 		_ = json.Unmarshal(body, &req)
-		_ = json.NewEncoder(w).Encode(httpapi.DLQRequeueResult{Requeued: 2, To: req.To, Queue: broker.CommandQueue(req.To)})
+		_ = json.NewEncoder(w).Encode(api.DLQRequeueResult{Requeued: 2, To: req.To, Queue: broker.CommandQueue(req.To)})
 	case "POST /api/v1/dlq/purge":
-		_ = json.NewEncoder(w).Encode(httpapi.DLQPurgeResult{Purged: listing.Depth})
+		_ = json.NewEncoder(w).Encode(api.DLQPurgeResult{Purged: listing.Depth})
 	default:
 		w.WriteHeader(http.StatusNotFound)
 	}

@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/httpapi"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/api"
 )
 
 // Client calls one Mandible's API with a bearer token.
@@ -31,7 +30,7 @@ func New(baseURL, token string) *Client {
 // Error is an error answer of the API.
 type Error struct {
 	Status int
-	Body   httpapi.ErrorBody
+	Body   api.ErrorBody
 }
 
 func (e *Error) Error() string {
@@ -41,6 +40,17 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Problem)
 	}
 	return b.String()
+}
+
+// errorOf reads the error answer resp, of at most limit bytes; an answer that is not
+// an api.ErrorBody becomes the message as it is.
+func errorOf(resp *http.Response, limit int64) *Error {
+	apiErr := &Error{Status: resp.StatusCode}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if json.Unmarshal(raw, &apiErr.Body) != nil || apiErr.Body.Error.Message == "" {
+		apiErr.Body.Error.Message = strings.TrimSpace(string(raw))
+	}
+	return apiErr
 }
 
 // Do sends a JSON request and decodes a JSON answer into out (when not nil).
@@ -76,12 +86,7 @@ func (c *Client) DoRaw(ctx context.Context, method, path, contentType string, bo
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		apiErr := &Error{Status: resp.StatusCode}
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(raw, &apiErr.Body) != nil || apiErr.Body.Error.Message == "" {
-			apiErr.Body.Error.Message = strings.TrimSpace(string(raw))
-		}
-		return apiErr
+		return errorOf(resp, 1<<20)
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
@@ -101,7 +106,7 @@ type DispatchRequestQuery struct {
 }
 
 // ListDispatchRequests returns requests newest first with the reason for their state.
-func (c *Client) ListDispatchRequests(ctx context.Context, q DispatchRequestQuery) ([]schema.DispatchRequestView, error) {
+func (c *Client) ListDispatchRequests(ctx context.Context, q DispatchRequestQuery) ([]api.DispatchRequest, error) {
 	v := url.Values{}
 	if len(q.Statuses) > 0 {
 		v.Set("status", strings.Join(q.Statuses, ","))
@@ -115,33 +120,21 @@ func (c *Client) ListDispatchRequests(ctx context.Context, q DispatchRequestQuer
 	if q.Limit > 0 {
 		v.Set("limit", fmt.Sprint(q.Limit))
 	}
-	var out struct {
-		Requests []schema.DispatchRequestView `json:"requests"`
-	}
+	var out api.DispatchRequestList
 	err := c.Do(ctx, http.MethodGet, "/api/v1/dispatch-requests?"+v.Encode(), nil, &out)
 	return out.Requests, err
 }
 
 // ListTargets returns the registered targets.
-func (c *Client) ListTargets(ctx context.Context) ([]schema.Target, error) {
-	var out struct {
-		Targets []schema.Target `json:"targets"`
-	}
+func (c *Client) ListTargets(ctx context.Context) ([]api.Target, error) {
+	var out api.TargetList
 	err := c.Do(ctx, http.MethodGet, "/api/v1/targets", nil, &out)
 	return out.Targets, err
 }
 
-// TargetSpec is a target to register.
-type TargetSpec struct {
-	Name    string            `json:"name"`
-	Mode    string            `json:"mode"`
-	Address string            `json:"address,omitempty"`
-	Labels  map[string]string `json:"labels,omitempty"`
-}
-
 // RegisterTarget registers or updates a target.
-func (c *Client) RegisterTarget(ctx context.Context, t TargetSpec) (schema.Target, error) {
-	var out schema.Target
+func (c *Client) RegisterTarget(ctx context.Context, t api.NewTarget) (api.Target, error) {
+	var out api.Target
 	err := c.Do(ctx, http.MethodPost, "/api/v1/targets", t, &out)
 	return out, err
 }

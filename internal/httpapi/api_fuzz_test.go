@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
@@ -41,14 +42,14 @@ func newFuzzAPI(f *testing.F, opts func(*httpapi.Options)) fuzzAPI {
 
 // post sends body to path through the handler and returns the status, the error body
 // when there is one, and the raw answer.
-func (a fuzzAPI) post(t *testing.T, path string, body []byte) (int, httpapi.ErrorBody, []byte) {
+func (a fuzzAPI) post(t *testing.T, path string, body []byte) (int, api.ErrorBody, []byte) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, req)
-	var eb httpapi.ErrorBody
+	var eb api.ErrorBody
 	if rec.Code >= 400 {
 		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &eb), "an error answer that is not the error body: %s", rec.Body)
 	}
@@ -87,7 +88,7 @@ func (a fuzzAPI) fingerprint(t *testing.T) map[string]string {
 
 // requireClearRefusal checks a refusal: a 4xx (never a 5xx, whatever the input) with
 // an error code and message, and, for a bad argument, the fields at fault, each named.
-func requireClearRefusal(t *testing.T, code int, eb httpapi.ErrorBody, raw []byte) {
+func requireClearRefusal(t *testing.T, code int, eb api.ErrorBody, raw []byte) {
 	t.Helper()
 	require.True(t, code >= 400 && code < 500, "input answered %d: %s", code, raw)
 	require.NotEmpty(t, eb.Error.Code, "a refusal without a code: %s", raw)

@@ -9,15 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apitoken"
-)
-
-// Error codes of refused calls.
-const (
-	// CodeUnauthenticated answers 401: no bearer token, or one the keyring does not hold.
-	CodeUnauthenticated = "unauthenticated"
-	// CodeForbidden answers 403: a known token whose scope does not cover the call.
-	CodeForbidden = "forbidden"
 )
 
 type tokenKey struct{}
@@ -85,7 +78,7 @@ func (g *gate) authenticate(h http.Handler) http.Handler {
 		g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedUnauthenticated,
 			"method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "bearer_present", ok)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mantis"`)
-		writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "missing or unknown bearer token")
+		api.WriteError(w, http.StatusUnauthorized, api.CodeUnauthenticated, "missing or unknown bearer token")
 	})
 }
 
@@ -98,7 +91,7 @@ func (g *gate) needs(need apitoken.Scope, h http.Handler) http.Handler {
 			g.refusals.WithLabelValues(refusedForbidden).Inc()
 			g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedForbidden,
 				"method", r.Method, "path", r.URL.Path, "actor", t.Name, "scope_held", t.Scope, "scope_needed", need)
-			writeError(w, http.StatusForbidden, CodeForbidden,
+			api.WriteError(w, http.StatusForbidden, api.CodeForbidden,
 				fmt.Sprintf("%s %s needs scope %s; token %q holds scope %s", r.Method, r.URL.Path, need, t.Name, t.Scope))
 			return
 		}

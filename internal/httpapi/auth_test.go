@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testenv"
@@ -112,7 +113,7 @@ func TestScopesRefuseWhatTheTokenMayNotDo(t *testing.T) {
 		code, body := b.call(t, r.secret, r.method, r.path, r.body)
 		require.Equal(t, http.StatusForbidden, code, "%s %s as %s", r.method, r.path, r.held)
 		errCode, message := errorOf(body)
-		require.Equal(t, httpapi.CodeForbidden, errCode)
+		require.Equal(t, string(api.CodeForbidden), errCode)
 		require.Contains(t, message, "needs scope "+r.needed)
 		require.Contains(t, message, `token "`+r.name+`" holds scope `+r.held)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/converter"
+
+	"github.com/mantis-deploy/mantis/internal/api"
 )
 
 // Paths of the codec endpoint (the Temporal remote codec protocol under CodecPrefix) and
@@ -19,10 +21,6 @@ const (
 	SessionCookie = "mantis_session"
 	// DefaultSessionTTL is how long a session cookie is good for.
 	DefaultSessionTTL = 12 * time.Hour
-
-	// The error codes of the codec endpoint's refusals (the API's own codes).
-	codecRefusedOrigin = "forbidden"
-	codecRefusedCaller = "unauthenticated"
 )
 
 // CodecOptions configure the codec endpoint.
@@ -67,7 +65,7 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 	mux.HandleFunc(CodecPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		if !corsAllowed(w, r, origin) {
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "origin", "origin", r.Header.Get("Origin"))
-			writeError(w, http.StatusForbidden, codecRefusedOrigin, "origin not allowed")
+			api.WriteError(w, http.StatusForbidden, api.CodeForbidden, "origin not allowed")
 			return
 		}
 		if r.Method == http.MethodOptions {
@@ -75,13 +73,13 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			return
 		}
 		if r.Method != http.MethodPost {
-			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the codec endpoint takes POST")
+			api.WriteError(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the codec endpoint takes POST")
 			return
 		}
 		name, ok := codecCaller(r, opts.Authenticate, sessions)
 		if !ok {
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "unauthenticated")
-			writeError(w, http.StatusUnauthorized, codecRefusedCaller, "a bearer token or a session from "+SignInPath+" is required")
+			api.WriteError(w, http.StatusUnauthorized, api.CodeUnauthenticated, "a bearer token or a session from "+SignInPath+" is required")
 			return
 		}
 		opts.Logger.DebugContext(r.Context(), "codec request", "path", r.URL.Path, "token", name)

@@ -3,38 +3,29 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
-// dispatchRequestBody is one request in POST /api/v1/dispatch-requests.
-type dispatchRequestBody struct {
-	IdempotencyKey string `json:"idempotency_key"`
-	Target         string `json:"target"`
-	Command        string `json:"command"`
-	Priority       string `json:"priority"`
-	// Timeout is a Go duration ("90s"); empty means ten minutes.
-	Timeout string `json:"timeout"`
-}
+// Page sizes of GET /api/v1/dispatch-requests.
+const (
+	defaultDispatchPage = 100
+	maxDispatchPage     = 1000
+)
 
-// enqueueBody is the body of POST /api/v1/dispatch-requests: many requests at once.
-type enqueueBody struct {
-	Requests []dispatchRequestBody `json:"requests"`
-}
+// listableDispatchStatuses are the states ?status= may ask for.
+var listableDispatchStatuses = []string{schema.StatusPending, schema.StatusProcessing, schema.StatusDispatched, schema.StatusFailed, schema.StatusExpired}
 
 func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request) {
-	var body enqueueBody
+	var body api.EnqueueBody
 	if !decodeJSON(w, r, s.maxBody, &body) {
 		return
 	}
 	if len(body.Requests) == 0 {
-		writeError(w, http.StatusBadRequest, "invalid_argument", "no requests", FieldProblem{Field: "requests", Problem: "must hold at least one request"})
+		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "no requests", api.FieldProblem{Field: "requests", Problem: "must hold at least one request"})
 		return
 	}
 	reqs := make([]schema.NewDispatchRequest, len(body.Requests))
@@ -69,43 +60,17 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	s.logger.InfoContext(r.Context(), "dispatch requests enqueued", "requests", len(out), "actor", actor(r))
-	writeJSON(w, http.StatusAccepted, map[string]any{"requests": out})
+	api.WriteJSON(w, http.StatusAccepted, enqueueAnswerOf(out))
 }
 
 func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := schema.DispatchRequestFilter{Target: q.Get("target")}
 	var problems []string
-	if v := q.Get("status"); v != "" {
-		for _, st := range strings.Split(v, ",") {
-			switch st {
-			case schema.StatusPending, schema.StatusProcessing, schema.StatusDispatched, schema.StatusFailed, schema.StatusExpired:
-				f.Statuses = append(f.Statuses, st)
-			default:
-				problems = append(problems, "status: must be pending, processing, dispatched, failed or expired, got "+strconv.Quote(st))
-			}
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			problems = append(problems, "limit: must be 1-1000, got "+strconv.Quote(v))
-		}
-		f.Limit = n
-	}
-	for _, p := range []struct {
-		key string
-		dst **uuid.UUID
-	}{{"deployment", &f.DeploymentID}, {"before", &f.Before}} {
-		if v := q.Get(p.key); v != "" {
-			id, err := uuid.Parse(v)
-			if err != nil {
-				problems = append(problems, p.key+": must be a UUID, got "+strconv.Quote(v))
-				continue
-			}
-			*p.dst = &id
-		}
-	}
+	f.Statuses, problems = statusesParam(q, problems, listableDispatchStatuses)
+	f.Limit, problems = limitParam(q, problems, maxDispatchPage)
+	f.DeploymentID, problems = uuidParam(q, problems, "deployment")
+	f.Before, problems = uuidParam(q, problems, "before")
 	if len(problems) > 0 {
 		writeInputError(w, &schema.InputError{Problems: problems})
 		return
@@ -115,25 +80,12 @@ func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	if views == nil {
-		views = []schema.DispatchRequestView{}
+	resp := api.DispatchRequestList{Requests: make([]api.DispatchRequest, len(views))}
+	for i, v := range views {
+		resp.Requests[i] = dispatchRequestOf(v)
 	}
-	resp := map[string]any{"requests": views}
-	limit := f.Limit
-	if limit == 0 {
-		limit = 100
+	if len(views) == pageSize(f.Limit, defaultDispatchPage) {
+		resp.Next = "/api/v1/dispatch-requests?" + withBefore(q, views[len(views)-1].ID)
 	}
-	if len(views) == limit {
-		resp["next"] = "/api/v1/dispatch-requests?" + withBefore(q, views[len(views)-1].ID)
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-func withBefore(q url.Values, id uuid.UUID) string {
-	next := url.Values{}
-	for k, v := range q {
-		next[k] = v
-	}
-	next.Set("before", id.String())
-	return next.Encode()
+	api.WriteJSON(w, http.StatusOK, resp)
 }

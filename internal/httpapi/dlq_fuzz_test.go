@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
@@ -97,7 +98,7 @@ func FuzzDLQRequeueBody(f *testing.F) {
 		if raw == nil {
 			return
 		}
-		var res httpapi.DLQRequeueResult
+		var res api.DLQRequeueResult
 		require.NoError(t, json.Unmarshal(raw, &res))
 		require.Contains(t, []string{"high", "normal", "low"}, res.To)
 		require.Equal(t, broker.CommandQueue(res.To), res.Queue)
@@ -116,7 +117,7 @@ func FuzzDLQPurgeBody(f *testing.F) {
 		if raw == nil {
 			return
 		}
-		var res httpapi.DLQPurgeResult
+		var res api.DLQPurgeResult
 		require.NoError(t, json.Unmarshal(raw, &res))
 		require.Equal(t, 1, res.Purged)
 		require.Zero(t, d.depths(t)[broker.DeadLetterQ])

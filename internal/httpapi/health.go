@@ -1,147 +1,28 @@
-// Package httpapi is Mandible's HTTP surface: the JSON API under /api/v1, the SSE
-// streams under /sse, health probes and Prometheus metrics.
 package httpapi
 
 import (
 	"context"
-	"encoding/json"
-	"log/slog"
 	"net/http"
 	"sort"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.temporal.io/sdk/client"
-
-	"github.com/mantis-deploy/mantis/internal/apitoken"
-	"github.com/mantis-deploy/mantis/internal/secretenv"
-	"github.com/mantis-deploy/mantis/workflows"
+	"github.com/mantis-deploy/mantis/internal/api"
 )
 
-// Check reports whether one dependency is reachable; nil means ready.
-type Check func(ctx context.Context) error
+// readyTimeout bounds the checks of one /readyz call.
+const readyTimeout = 3 * time.Second
 
-// Options wires the server to what it serves and reports on.
-type Options struct {
-	Logger *slog.Logger
-	// Checks are run by /readyz, by name (database, temporal, broker, ...).
-	Checks   map[string]Check
-	Registry *prometheus.Registry
-	DB       *pgxpool.Pool
-	// Keyring holds the bearer tokens /api/v1 and /sse accept, each with its scope.
-	Keyring *apitoken.Keyring
-	// Tokens are the deprecated flat list of tokens, each accepted as admin; used
-	// only when Keyring is nil.
-	Tokens []string
-	// MaxBodyBytes caps request bodies (default 1 MiB).
-	MaxBodyBytes int64
-	// HeartbeatTimeout decides which Thorax instances count as live.
-	HeartbeatTimeout time.Duration
-	// Events serves the event streams under /sse/ (sse.NewHandler); nil leaves them out.
-	Events http.Handler
-	// DLQ serves /api/v1/dlq (list, requeue, purge); nil when Mandible runs
-	// without a broker, and those routes then answer 503.
-	DLQ DLQ
-	// Temporal starts and cancels deployment workflows.
-	Temporal  client.Client
-	Namespace string
-	// TemporalUIURL, when set, adds Web UI links to deployment answers.
-	TemporalUIURL string
-	// DeploymentQueue is the task queue deployments start on.
-	DeploymentQueue string
-	// Secrets seals the env_secret values of deployment specs (the codec keyring);
-	// nil refuses specs that have any.
-	Secrets secretenv.Keyring
-}
-
-type server struct {
-	db               *pgxpool.Pool
-	logger           *slog.Logger
-	maxBody          int64
-	heartbeatTimeout time.Duration
-	temporal         client.Client
-	namespace        string
-	temporalUI       string
-	deploymentQueue  string
-	secrets          secretenv.Keyring
-}
-
-// New returns Mandible's HTTP handler: /healthz, /readyz and /metrics open, /api/v1
-// behind a bearer token.
-func New(opts Options) http.Handler {
-	s := &server{db: opts.DB, logger: opts.Logger, maxBody: opts.MaxBodyBytes, heartbeatTimeout: opts.HeartbeatTimeout,
-		temporal: opts.Temporal, namespace: opts.Namespace, temporalUI: opts.TemporalUIURL, deploymentQueue: opts.DeploymentQueue,
-		secrets: opts.Secrets}
-	if s.deploymentQueue == "" {
-		s.deploymentQueue = workflows.DefaultDeploymentTaskQueue
-	}
-	if s.maxBody <= 0 {
-		s.maxBody = 1 << 20
-	}
-	if s.logger == nil {
-		s.logger = slog.New(slog.DiscardHandler)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", readyHandler(opts.Checks))
-	if opts.Registry != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
-	}
-
-	keys := opts.Keyring
-	if keys == nil {
-		keys = apitoken.NewKeyring(apitoken.Legacy(opts.Tokens))
-	}
-	var reg prometheus.Registerer
-	if opts.Registry != nil {
-		reg = opts.Registry
-	}
-	g := newGate(keys, s.logger, reg)
-	api := http.NewServeMux()
-	s.routeAPI(api, g, opts.DLQ)
-	mux.Handle("/api/", g.authenticate(api))
-	if opts.Events != nil {
-		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, opts.Events)))
-	}
-	return mux
-}
-
-// routeAPI serves /api/v1 on api, each route behind the scope it needs: reads need
-// read; deployments, their cancel and dispatch requests need deploy; the DLQ and
-// target registration need admin.
-func (s *server) routeAPI(api *http.ServeMux, g *gate, dlq DLQ) {
-	route := func(pattern string, need apitoken.Scope, h http.HandlerFunc) {
-		api.Handle(pattern, g.needs(need, h))
-	}
-	route("POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests)
-	route("GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests)
-	route("GET /api/v1/targets", apitoken.ScopeRead, s.listTargets)
-	route("POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget)
-	route("DELETE /api/v1/targets/{name}", apitoken.ScopeAdmin, s.deregisterTarget)
-	route("GET /api/v1/dlq", apitoken.ScopeAdmin, s.listDLQ(dlq))
-	route("POST /api/v1/dlq/requeue", apitoken.ScopeAdmin, s.requeueDLQ(dlq))
-	route("POST /api/v1/dlq/purge", apitoken.ScopeAdmin, s.purgeDLQ(dlq))
-	if s.temporal != nil {
-		route("POST /api/v1/deployments", apitoken.ScopeDeploy, s.createDeployment)
-		route("POST /api/v1/deployments/{id}/cancel", apitoken.ScopeDeploy, s.cancelDeployment)
-	}
-	route("GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments)
-	route("GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment)
-	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
-	})
+// healthHandler answers /healthz: the process serves HTTP.
+func healthHandler(w http.ResponseWriter, _ *http.Request) {
+	api.WriteJSON(w, http.StatusOK, api.Health{Status: api.StatusOK})
 }
 
 // readyHandler runs every check concurrently with a bound and answers 503 naming the
 // checks that failed.
 func readyHandler(checks map[string]Check) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		var (
 			mu      sync.Mutex
@@ -158,14 +39,14 @@ func readyHandler(checks map[string]Check) http.HandlerFunc {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				status := "ok"
+				status := api.StatusOK
 				if err := checks[name](ctx); err != nil {
 					status = err.Error()
 				}
 				mu.Lock()
 				defer mu.Unlock()
 				results[name] = status
-				if status != "ok" {
+				if status != api.StatusOK {
 					failed = true
 				}
 			}()
@@ -175,12 +56,6 @@ func readyHandler(checks map[string]Check) http.HandlerFunc {
 		if failed {
 			code = http.StatusServiceUnavailable
 		}
-		writeJSON(w, code, map[string]any{"ready": !failed, "checks": results})
+		api.WriteJSON(w, code, api.Readiness{Ready: !failed, Checks: results})
 	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }

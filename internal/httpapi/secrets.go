@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/spec"
 )
@@ -14,18 +15,18 @@ import (
 // secretProblems refuses the env_secret of a spec Mandible cannot seal: without the
 // codec keyring, or given already sealed (a sealed value is Mandible's to make, bound
 // to its deployment; one copied from elsewhere is refused rather than trusted).
-func (s *server) secretProblems(d spec.Deployment) []FieldProblem {
-	var problems []FieldProblem
+func (s *server) secretProblems(d spec.Deployment) []api.FieldProblem {
+	var problems []api.FieldProblem
 	for i, st := range d.Steps {
 		at := fmt.Sprintf("steps[%d].env_secret", i)
 		if len(st.EnvSecret) > 0 && s.secrets == nil {
-			problems = append(problems, FieldProblem{Field: at,
+			problems = append(problems, api.FieldProblem{Field: at,
 				Problem: "secret env values need the codec keyring on Mandible: set temporal.codec_key_file or temporal.codec_keys_dir"})
 			continue
 		}
 		for name, v := range st.EnvSecret {
 			if secretenv.IsSealed(v) {
-				problems = append(problems, FieldProblem{Field: at + "." + name,
+				problems = append(problems, api.FieldProblem{Field: at + "." + name,
 					Problem: "give the value or a file:/env: reference, not a sealed value"})
 			}
 		}

@@ -4,23 +4,16 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
-// targetBody is the body of POST /api/v1/targets.
-type targetBody struct {
-	Name    string            `json:"name"`
-	Mode    string            `json:"mode"`
-	Address string            `json:"address"`
-	Labels  map[string]string `json:"labels"`
-}
-
 func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
-	var body targetBody
+	var body api.NewTarget
 	if !decodeJSON(w, r, s.maxBody, &body) {
 		return
 	}
-	t, err := schema.RegisterTarget(r.Context(), s.db, schema.NewTarget(body), s.heartbeatTimeout)
+	t, err := schema.RegisterTarget(r.Context(), s.db, schema.NewTarget{Name: body.Name, Mode: body.Mode, Address: body.Address, Labels: body.Labels}, s.heartbeatTimeout)
 	var inputErr *schema.InputError
 	if errors.As(err, &inputErr) {
 		writeInputError(w, inputErr)
@@ -31,7 +24,7 @@ func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.InfoContext(r.Context(), "target registered", "target", t.Name, "mode", t.Mode, "actor", actor(r))
-	writeJSON(w, http.StatusOK, t)
+	api.WriteJSON(w, http.StatusOK, targetOf(t))
 }
 
 func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
@@ -40,17 +33,18 @@ func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	if ts == nil {
-		ts = []schema.Target{}
+	resp := api.TargetList{Targets: make([]api.Target, len(ts))}
+	for i, t := range ts {
+		resp.Targets[i] = targetOf(t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"targets": ts})
+	api.WriteJSON(w, http.StatusOK, resp)
 }
 
 func (s *server) deregisterTarget(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := schema.DeregisterTarget(r.Context(), s.db, name)
 	if errors.Is(err, schema.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "not_found", "no registered target named "+name)
+		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, "no registered target named "+name)
 		return
 	}
 	if err != nil {

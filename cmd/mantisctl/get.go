@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/safetext"
+)
+
+func newGetCommand(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show a deployment: steps and per-target results with exit code, output tail and analysis",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client()
+			if err != nil {
+				return err
+			}
+			d, _, err := c.Deployment(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return printJSON(cmd.OutOrStdout(), d)
+			}
+			printDeploymentSummary(cmd.OutOrStdout(), d)
+			return nil
+		},
+	}
+}
+
+// printDeploymentSummary prints the final state: each step with its counts, and each failed
+// target with its exit code, output tail and analysis. Text that a command or an agent
+// wrote is printed through safetext.Terminal.
+func printDeploymentSummary(out io.Writer, d api.Deployment) {
+	fmt.Fprintf(out, "\ndeployment %s %s\n", d.Name, strings.ToUpper(d.Status))
+	if d.CreatedBy != nil {
+		fmt.Fprintf(out, "  created by %s\n", safetext.Terminal(*d.CreatedBy))
+	}
+	if d.Error != nil {
+		fmt.Fprintf(out, "  %s\n", safetext.Terminal(*d.Error))
+	}
+	for _, s := range d.Steps {
+		fmt.Fprintf(out, "  step %-16s %-10s %d succeeded, %d failed\n", s.Name, s.Status, s.Counts.Succeeded, s.Counts.Failed)
+		for _, t := range s.Targets {
+			if t.Status != "failed" {
+				continue
+			}
+			code := "-"
+			if t.ExitCode != nil {
+				code = fmt.Sprint(*t.ExitCode)
+			}
+			fmt.Fprintf(out, "    %s: exit %s %s\n", t.Target, code, safetext.Terminal(t.Error))
+			if tail := lastLines(safetext.Terminal(t.OutputTail), 5); tail != "" {
+				fmt.Fprintf(out, "      %s\n", strings.ReplaceAll(tail, "\n", "\n      "))
+			}
+			if a := t.Analysis; a != nil && a.Summary != nil {
+				fmt.Fprintf(out, "      analysis: %s\n", safetext.Terminal(*a.Summary))
+				if a.Suggestion != nil {
+					fmt.Fprintf(out, "      try: %s\n", safetext.Terminal(*a.Suggestion))
+				}
+			}
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// stepProgress counts a step's targets while watching.
+type stepProgress struct {
+	name                                      string
+	status                                    string
+	total, queued, running, succeeded, failed int
+}
+
+func (p stepProgress) line(width int) string {
+	done := p.succeeded + p.failed
+	bar := ""
+	if p.total > 0 {
+		ok := p.succeeded * width / p.total
+		bad := p.failed * width / p.total
+		run := p.running * width / p.total
+		bar = strings.Repeat("#", ok) + strings.Repeat("x", bad) + strings.Repeat(">", run)
+		bar += strings.Repeat(".", max(width-len(bar), 0))
+	}
+	return fmt.Sprintf("%-20s [%s] %d/%d done  %d failed  %d running  %s", p.name, bar, done, p.total, p.failed, p.running, p.status)
+}
+
+// watch is the progress of one watched deployment, drawn as one line per step. On a
+// terminal the step lines are redrawn in place; elsewhere (a pipe, a log) a step's
+// line is printed again whenever it changes.
+type watch struct {
+	out       io.Writer
+	asJSON    bool
+	tty       bool
+	steps     []*stepProgress
+	lastLines map[int]string
+	drawn     int
+}
+
+func newWatch(out io.Writer, d api.Deployment, asJSON bool) *watch {
+	w := &watch{out: out, asJSON: asJSON, tty: isTerminal(out), lastLines: map[int]string{}}
+	w.steps = make([]*stepProgress, len(d.Steps))
+	for i, s := range d.Steps {
+		w.steps[i] = &stepProgress{name: s.Name, status: s.Status, total: len(s.Targets)}
+	}
+	return w
+}
+
+func (w *watch) render() {
+	if w.tty {
+		if w.drawn > 0 {
+			fmt.Fprintf(w.out, "\x1b[%dA", w.drawn)
+		}
+		for _, p := range w.steps {
+			fmt.Fprintf(w.out, "\x1b[2K%s\n", p.line(progressBarWidth))
+		}
+		w.drawn = len(w.steps)
+		return
+	}
+	for i, p := range w.steps {
+		if l := p.line(progressBarWidth); l != w.lastLines[i] {
+			w.lastLines[i] = l
+			fmt.Fprintln(w.out, l)
+		}
+	}
+}
+
+// step is the progress of the step at pos, named name when name is set. A deployment
+// just created has no steps recorded yet: they appear with their first events.
+func (w *watch) step(pos *int, name string) *stepProgress {
+	if pos == nil || *pos < 0 || *pos >= maxWatchedSteps {
+		return nil
+	}
+	for len(w.steps) <= *pos {
+		w.steps = append(w.steps, &stepProgress{name: fmt.Sprintf("step %d", len(w.steps)), status: schema.StepPending})
+	}
+	p := w.steps[*pos]
+	if name != "" {
+		p.name = name
+	}
+	return p
+}
+
+// apply counts ev into the progress. It returns the deployment's final state and true
+// when ev ends the deployment.
+func (w *watch) apply(ev apiclient.Event) (string, bool) {
+	switch t := ev.Type; {
+	case t == events.StepStarted:
+		d := decode[events.StepStartedData](ev)
+		if p := w.step(&d.StepPosition, d.Step); p != nil {
+			p.status, p.total = schema.StepRunning, d.Targets
+		}
+	case t.IsStep():
+		d := decode[events.StepEndedData](ev)
+		if p := w.step(&d.StepPosition, d.Step); p != nil {
+			p.status = t.What()
+		}
+	case t == events.TargetQueued:
+		d := decode[events.TargetQueuedData](ev)
+		if p := w.step(&d.StepPosition, ""); p != nil {
+			p.queued++
+		}
+	case t == events.TargetRunning:
+		if p := w.step(decode[events.TargetRunningData](ev).StepPosition, ""); p != nil {
+			p.running++
+			p.queued = max(p.queued-1, 0)
+		}
+	case t == events.TargetSucceeded || t == events.TargetFailed:
+		if p := w.step(decode[events.TargetEndedData](ev).StepPosition, ""); p != nil {
+			if t == events.TargetSucceeded {
+				p.succeeded++
+			} else {
+				p.failed++
+			}
+			p.running = max(p.running-1, 0)
+		}
+	case t.IsDeployment() && terminal(t.What()):
+		return t.What(), true
+	}
+	return "", false
+}

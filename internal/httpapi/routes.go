@@ -1,0 +1,134 @@
+// Package httpapi is Mandible's HTTP surface: the JSON API under /api/v1, the SSE
+// streams under /sse, health probes and Prometheus metrics.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+
+	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/apitoken"
+	"github.com/mantis-deploy/mantis/internal/secretenv"
+	"github.com/mantis-deploy/mantis/workflows"
+)
+
+// Check reports whether one dependency is reachable; nil means ready.
+type Check func(ctx context.Context) error
+
+// Options wires the server to what it serves and reports on.
+type Options struct {
+	Logger *slog.Logger
+	// Checks are run by /readyz, by name (database, temporal, broker, ...).
+	Checks   map[string]Check
+	Registry *prometheus.Registry
+	DB       *pgxpool.Pool
+	// Keyring holds the bearer tokens /api/v1 and /sse accept, each with its scope.
+	Keyring *apitoken.Keyring
+	// Tokens are the deprecated flat list of tokens, each accepted as admin; used
+	// only when Keyring is nil.
+	Tokens []string
+	// MaxBodyBytes caps request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// HeartbeatTimeout decides which Thorax instances count as live.
+	HeartbeatTimeout time.Duration
+	// Events serves the event streams under /sse/ (sse.NewHandler); nil leaves them out.
+	Events http.Handler
+	// DLQ serves /api/v1/dlq (list, requeue, purge); nil when Mandible runs
+	// without a broker, and those routes then answer 503.
+	DLQ DLQ
+	// Temporal starts and cancels deployment workflows.
+	Temporal  client.Client
+	Namespace string
+	// TemporalUIURL, when set, adds Web UI links to deployment answers.
+	TemporalUIURL string
+	// DeploymentQueue is the task queue deployments start on.
+	DeploymentQueue string
+	// Secrets seals the env_secret values of deployment specs (the codec keyring);
+	// nil refuses specs that have any.
+	Secrets secretenv.Keyring
+}
+
+type server struct {
+	db               *pgxpool.Pool
+	logger           *slog.Logger
+	maxBody          int64
+	heartbeatTimeout time.Duration
+	temporal         client.Client
+	namespace        string
+	temporalUI       string
+	deploymentQueue  string
+	secrets          secretenv.Keyring
+}
+
+// New returns Mandible's HTTP handler: /healthz, /readyz and /metrics open, /api/v1
+// behind a bearer token.
+func New(opts Options) http.Handler {
+	s := &server{db: opts.DB, logger: opts.Logger, maxBody: opts.MaxBodyBytes, heartbeatTimeout: opts.HeartbeatTimeout,
+		temporal: opts.Temporal, namespace: opts.Namespace, temporalUI: opts.TemporalUIURL, deploymentQueue: opts.DeploymentQueue,
+		secrets: opts.Secrets}
+	if s.deploymentQueue == "" {
+		s.deploymentQueue = workflows.DefaultDeploymentTaskQueue
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = 1 << 20
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthHandler)
+	mux.HandleFunc("GET /readyz", readyHandler(opts.Checks))
+	if opts.Registry != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
+	}
+
+	keys := opts.Keyring
+	if keys == nil {
+		keys = apitoken.NewKeyring(apitoken.Legacy(opts.Tokens))
+	}
+	var reg prometheus.Registerer
+	if opts.Registry != nil {
+		reg = opts.Registry
+	}
+	g := newGate(keys, s.logger, reg)
+	apiMux := http.NewServeMux()
+	s.routeAPI(apiMux, g, opts.DLQ)
+	mux.Handle("/api/", g.authenticate(apiMux))
+	if opts.Events != nil {
+		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, opts.Events)))
+	}
+	return mux
+}
+
+// routeAPI serves /api/v1 on mux, each route behind the scope it needs: reads need
+// read; deployments, their cancel and dispatch requests need deploy; the DLQ and
+// target registration need admin.
+func (s *server) routeAPI(mux *http.ServeMux, g *gate, dlq DLQ) {
+	route := func(pattern string, need apitoken.Scope, h http.HandlerFunc) {
+		mux.Handle(pattern, g.needs(need, h))
+	}
+	route("POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests)
+	route("GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests)
+	route("GET /api/v1/targets", apitoken.ScopeRead, s.listTargets)
+	route("POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget)
+	route("DELETE /api/v1/targets/{name}", apitoken.ScopeAdmin, s.deregisterTarget)
+	route("GET /api/v1/dlq", apitoken.ScopeAdmin, s.listDLQ(dlq))
+	route("POST /api/v1/dlq/requeue", apitoken.ScopeAdmin, s.requeueDLQ(dlq))
+	route("POST /api/v1/dlq/purge", apitoken.ScopeAdmin, s.purgeDLQ(dlq))
+	if s.temporal != nil {
+		route("POST /api/v1/deployments", apitoken.ScopeDeploy, s.createDeployment)
+		route("POST /api/v1/deployments/{id}/cancel", apitoken.ScopeDeploy, s.cancelDeployment)
+	}
+	route("GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments)
+	route("GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+}
