@@ -8,6 +8,10 @@ const (
 	KeyTarget = "target"
 	// KeyActor names the API token behind an event.
 	KeyActor = "actor"
+	// KeyDeploymentID and KeyCreatedAt are added to an event's data by the event
+	// streams: its deployment (null for none) and when it was written.
+	KeyDeploymentID = "deployment_id"
+	KeyCreatedAt    = "created_at"
 )
 
 // DeploymentStartedData is the data of deployment.started.

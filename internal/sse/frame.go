@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/events"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -29,12 +30,12 @@ func newFrame(e schema.Event) *frame {
 		// Not an object: carry it whole rather than drop it.
 		fields = map[string]json.RawMessage{"data": e.Data}
 	}
-	f := &frame{id: e.ID, typ: e.Type, deploymentID: e.DeploymentID, target: targetOf(fields["target"])}
-	fields["deployment_id"] = json.RawMessage("null")
+	f := &frame{id: e.ID, typ: e.Type, deploymentID: e.DeploymentID, target: targetOf(fields[events.KeyTarget])}
+	fields[events.KeyDeploymentID] = json.RawMessage("null")
 	if e.DeploymentID != nil {
-		fields["deployment_id"] = json.RawMessage(strconv.Quote(e.DeploymentID.String()))
+		fields[events.KeyDeploymentID] = json.RawMessage(strconv.Quote(e.DeploymentID.String()))
 	}
-	fields["created_at"] = json.RawMessage(strconv.Quote(e.CreatedAt.UTC().Format(time.RFC3339Nano)))
+	fields[events.KeyCreatedAt] = json.RawMessage(strconv.Quote(e.CreatedAt.UTC().Format(time.RFC3339Nano)))
 	data, err := json.Marshal(fields)
 	if err != nil {
 		// Unreachable for data read from a jsonb column; keep the event in the stream.

@@ -2,20 +2,14 @@ package sse
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"regexp"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -62,7 +56,7 @@ func NewHandler(b *Broker, opts HandlerOptions) http.Handler {
 	mux.HandleFunc("GET /sse/deployments/{id}", h.deploymentStream)
 	mux.HandleFunc("GET /sse/events", h.eventStream)
 	mux.HandleFunc("/sse/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
 	return mux
 }
@@ -73,15 +67,15 @@ type handler struct {
 }
 
 func (h *handler) deploymentStream(w http.ResponseWriter, r *http.Request) {
-	var problems []fieldProblem
+	var problems []api.FieldProblem
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		problems = append(problems, fieldProblem{Field: "id", Problem: "must be a deployment UUID"})
+		problems = append(problems, api.FieldProblem{Field: "id", Problem: "must be a deployment UUID"})
 	}
 	f, after, more := parseStreamQuery(r, false)
 	problems = append(problems, more...)
 	if len(problems) > 0 {
-		writeError(w, http.StatusBadRequest, "invalid_argument", "invalid event stream request", problems...)
+		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "invalid event stream request", problems...)
 		return
 	}
 	f.deploymentID = &id
@@ -91,108 +85,17 @@ func (h *handler) deploymentStream(w http.ResponseWriter, r *http.Request) {
 func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 	f, after, problems := parseStreamQuery(r, true)
 	if len(problems) > 0 {
-		writeError(w, http.StatusBadRequest, "invalid_argument", "invalid event stream request", problems...)
+		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "invalid event stream request", problems...)
 		return
 	}
 	h.stream(w, r, f, after)
 }
 
-var (
-	typePattern   = regexp.MustCompile(`^(deployment|step|target)\.([a-z_]+|\*)$`)
-	targetPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-)
-
-// parseStreamQuery reads the filter and resume position of a stream request, with
-// every problem found.
-func parseStreamQuery(r *http.Request, deploymentParam bool) (filter, *int64, []fieldProblem) {
-	var (
-		f        filter
-		after    *int64
-		problems []fieldProblem
-	)
-	// r.URL.Query drops what it cannot decode; a filter dropped silently would widen
-	// the stream, so a query that does not decode is refused.
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		problems = append(problems, fieldProblem{Field: "query", Problem: "not a valid query string: " + err.Error()})
-	}
-	for key, values := range q {
-		switch key {
-		case "":
-			problems = append(problems, fieldProblem{Field: "query", Problem: "a parameter without a name"})
-		case "deployment":
-			if !deploymentParam {
-				problems = append(problems, fieldProblem{Field: key, Problem: "not allowed here: the path names the deployment"})
-				continue
-			}
-			if len(values) != 1 {
-				problems = append(problems, fieldProblem{Field: key, Problem: "give one deployment"})
-				continue
-			}
-			id, err := uuid.Parse(values[0])
-			if err != nil {
-				problems = append(problems, fieldProblem{Field: key, Problem: "must be a deployment UUID"})
-				continue
-			}
-			f.deploymentID = &id
-		case "type":
-			for _, t := range splitList(values) {
-				if !typePattern.MatchString(t) {
-					problems = append(problems, fieldProblem{Field: key,
-						Problem: fmt.Sprintf("%q is not an event type or pattern such as step.finished or step.*", t)})
-					continue
-				}
-				f.types = append(f.types, t)
-			}
-		case "target":
-			for _, t := range splitList(values) {
-				if !targetPattern.MatchString(t) {
-					problems = append(problems, fieldProblem{Field: key, Problem: fmt.Sprintf("%q is not a target name", t)})
-					continue
-				}
-				f.targets = append(f.targets, t)
-			}
-		case "last_event_id":
-		default:
-			problems = append(problems, fieldProblem{Field: key, Problem: "unknown parameter"})
-		}
-	}
-	field, value := "Last-Event-ID", r.Header.Get("Last-Event-ID")
-	if value == "" && q.Has("last_event_id") {
-		field, value = "last_event_id", q.Get("last_event_id")
-		if len(q["last_event_id"]) != 1 {
-			problems = append(problems, fieldProblem{Field: field, Problem: "give one event id"})
-		}
-	}
-	if value != "" || field == "last_event_id" {
-		id, err := strconv.ParseInt(value, 10, 64)
-		if err != nil || id < 0 {
-			problems = append(problems, fieldProblem{Field: field, Problem: "must be an event id: a whole number of 0 or more"})
-		} else {
-			after = &id
-		}
-	}
-	return f, after, problems
-}
-
-// splitList splits comma-separated values; an empty item is kept so that it is
-// reported.
-func splitList(values []string) []string {
-	var out []string
-	for _, v := range values {
-		for item := range strings.SplitSeq(v, ",") {
-			out = append(out, strings.TrimSpace(item))
-		}
-	}
-	return out
-}
-
 // stream serves one event stream: the replay after `after` when it is set, then live
 // events until the client leaves, falls too far behind, or the broker stops.
 func (h *handler) stream(w http.ResponseWriter, r *http.Request, f filter, after *int64) {
-	ctx := r.Context()
 	if !h.broker.running() {
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the event stream is shutting down")
+		api.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the event stream is shutting down")
 		return
 	}
 	hdr := w.Header()
@@ -206,21 +109,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, f filter, after
 	if out.flush() != nil {
 		return
 	}
-
-	var cursor int64
-	if after != nil {
-		// Catch up from the log before subscribing, so that a long replay cannot
-		// overflow the subscription's buffer.
-		cursor = *after
-		through, err := h.broker.position(ctx)
-		if err != nil {
-			return
-		}
-		if cursor, err = h.replay(ctx, out, f, cursor, through); err != nil {
-			return
-		}
-	}
-	sub, through, err := h.broker.subscribe(ctx, f)
+	sub, cursor, err := h.catchUp(r.Context(), out, f, after)
 	if err != nil {
 		return
 	}
@@ -233,19 +122,48 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, f filter, after
 		}
 	})
 	defer stop()
-	if after != nil {
-		// What was published between the catch-up and the subscription.
-		if cursor, err = h.replay(ctx, out, f, cursor, through); err != nil {
-			return
-		}
-	} else {
-		cursor = through
-	}
 	out.arm()
 	if out.write(liveComment) != nil || out.flush() != nil {
 		return
 	}
+	h.live(r, out, sub, cursor)
+}
 
+// catchUp subscribes f to the broker and, when the stream resumes after an event,
+// first writes what the log holds after it. It returns the subscription and the
+// position the stream has reached.
+func (h *handler) catchUp(ctx context.Context, out *streamWriter, f filter, after *int64) (*subscriber, int64, error) {
+	var cursor int64
+	if after != nil {
+		// Catch up from the log before subscribing, so that a long replay cannot
+		// overflow the subscription's buffer.
+		cursor = *after
+		through, err := h.broker.position(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		if cursor, err = h.replay(ctx, out, f, cursor, through); err != nil {
+			return nil, 0, err
+		}
+	}
+	sub, through, err := h.broker.subscribe(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	if after == nil {
+		return sub, through, nil
+	}
+	// What was published between the catch-up and the subscription.
+	if cursor, err = h.replay(ctx, out, f, cursor, through); err != nil {
+		h.broker.unsubscribe(sub)
+		return nil, 0, err
+	}
+	return sub, cursor, nil
+}
+
+// live writes the subscription's events after cursor, and keep-alive comments while
+// there are none, until the client leaves or the subscription ends.
+func (h *handler) live(r *http.Request, out *streamWriter, sub *subscriber, cursor int64) {
 	keepAlive := time.NewTicker(h.opts.KeepAlive)
 	defer keepAlive.Stop()
 	for {
@@ -253,26 +171,12 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, f filter, after
 		case <-sub.ctx.Done():
 			if errors.Is(context.Cause(sub.ctx), errSlowClient) {
 				out.abort()
-				h.opts.Logger.InfoContext(ctx, "cut off slow event stream", "remote_addr", r.RemoteAddr, "position", cursor)
+				h.opts.Logger.InfoContext(r.Context(), "cut off slow event stream", "remote_addr", r.RemoteAddr, "position", cursor)
 			}
 			return
 		case fr := <-sub.ch:
-			// Write what is queued already and flush once: no event waits for a flush.
-			out.arm()
-			for more := true; more; {
-				if fr.id > cursor {
-					if out.write(fr.bytes) != nil {
-						return
-					}
-					cursor = fr.id
-				}
-				select {
-				case fr = <-sub.ch:
-				default:
-					more = false
-				}
-			}
-			if out.flush() != nil {
+			var err error
+			if cursor, err = writeQueued(out, sub, fr, cursor); err != nil {
 				return
 			}
 		case <-keepAlive.C:
@@ -282,6 +186,26 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, f filter, after
 			}
 		}
 	}
+}
+
+// writeQueued writes fr and what is queued behind it already, then flushes once: no
+// event waits for a flush. Frames at or before cursor were replayed already.
+func writeQueued(out *streamWriter, sub *subscriber, fr *frame, cursor int64) (int64, error) {
+	out.arm()
+	for more := true; more; {
+		if fr.id > cursor {
+			if err := out.write(fr.bytes); err != nil {
+				return cursor, err
+			}
+			cursor = fr.id
+		}
+		select {
+		case fr = <-sub.ch:
+		default:
+			more = false
+		}
+	}
+	return cursor, out.flush()
 }
 
 var (
@@ -315,79 +239,4 @@ func (h *handler) replay(ctx context.Context, out *streamWriter, f filter, after
 		after = events[len(events)-1].ID
 	}
 	return after, nil
-}
-
-// streamWriter writes to one client, each batch of writes under a deadline; abort
-// makes the pending and every later write fail, which closes the connection.
-type streamWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-
-	mu   sync.Mutex
-	done bool // aborted or finished: the deadline is no longer ours to move
-}
-
-func newStreamWriter(w http.ResponseWriter, timeout time.Duration) *streamWriter {
-	return &streamWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
-}
-
-// arm gives the writes up to the next flush their deadline.
-func (s *streamWriter) arm() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.done {
-		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
-	}
-}
-
-func (s *streamWriter) write(b []byte) error {
-	_, err := s.w.Write(b)
-	return err
-}
-
-func (s *streamWriter) flush() error {
-	return s.rc.Flush()
-}
-
-func (s *streamWriter) abort() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.done {
-		s.done = true
-		_ = s.rc.SetWriteDeadline(time.Now())
-	}
-}
-
-// finish clears the write deadline, unless aborted, so that it does not outlive the
-// stream on a reused connection.
-func (s *streamWriter) finish() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.done {
-		s.done = true
-		_ = s.rc.SetWriteDeadline(time.Time{})
-	}
-}
-
-// fieldProblem names one bad parameter; errorBody is the API's JSON error shape.
-type fieldProblem struct {
-	Field   string `json:"field"`
-	Problem string `json:"problem"`
-}
-
-type errorBody struct {
-	Error struct {
-		Code    string         `json:"code"`
-		Message string         `json:"message"`
-		Fields  []fieldProblem `json:"fields,omitempty"`
-	} `json:"error"`
-}
-
-func writeError(w http.ResponseWriter, status int, code, message string, fields ...fieldProblem) {
-	var body errorBody
-	body.Error.Code, body.Error.Message, body.Error.Fields = code, message, fields
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
 }

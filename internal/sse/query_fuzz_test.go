@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/api"
 )
 
 // streamFields are the names a refused stream request may give.
@@ -47,7 +49,7 @@ func FuzzStreamQuery(f *testing.F) {
 		f, after, problems := parseStreamQuery(r, !oneDeployment)
 		if oneDeployment && pathID != "" {
 			if _, err := uuid.Parse(pathID); err != nil {
-				problems = append(problems, fieldProblem{Field: "id", Problem: "must be a deployment UUID"})
+				problems = append(problems, api.FieldProblem{Field: "id", Problem: "must be a deployment UUID"})
 			}
 		}
 		q, queryErr := url.ParseQuery(rawQuery)
@@ -83,17 +85,17 @@ func FuzzStreamQuery(f *testing.F) {
 }
 
 // requireRefused serves r and requires a 400 whose body lists problems.
-func requireRefused(t *testing.T, h http.Handler, r *http.Request, problems []fieldProblem) {
+func requireRefused(t *testing.T, h http.Handler, r *http.Request, problems []api.FieldProblem) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	require.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
-	var body errorBody
+	var body api.ErrorBody
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
 	// JSON carries text: invalid UTF-8 in a field name arrives as U+FFFD.
 	js, err := json.Marshal(problems)
 	require.NoError(t, err)
-	var want []fieldProblem
+	var want []api.FieldProblem
 	require.NoError(t, json.Unmarshal(js, &want))
 	require.ElementsMatch(t, want, body.Error.Fields)
 }

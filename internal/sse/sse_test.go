@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -770,12 +771,12 @@ func TestBadParametersAreRejected(t *testing.T) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		var body errorBody
+		var body api.ErrorBody
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 		resp.Body.Close()
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, c.path)
 		require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-		require.Equal(t, "invalid_argument", body.Error.Code)
+		require.Equal(t, api.CodeInvalidArgument, body.Error.Code)
 		var fields []string
 		for _, f := range body.Error.Fields {
 			fields = append(fields, f.Field)
