@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -26,8 +25,6 @@ import (
 	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
@@ -232,134 +229,6 @@ func (t *Thorax) registration() (mantisv1.MandibleServiceClient, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.mandible, t.instanceID
-}
-
-// Run serves until ctx ends, then drains: it stops claiming, heartbeats
-// draining, hands back the commands no agent took, waits (up to drain.timeout)
-// for running listen-mode calls and for the results poll-mode agents owe, and
-// stops. It returns nil after a drain; an error only when it cannot serve.
-func (t *Thorax) Run(ctx context.Context) error {
-	logger := t.logger
-	if t.cfg.Mandible.Insecure {
-		logger.WarnContext(ctx, "calling mandible in plaintext without certificates (mandible.insecure = true): development only")
-	}
-	if t.cfg.Agents.Insecure {
-		logger.WarnContext(ctx, "agent link is plaintext without certificates (agents.insecure = true): development only")
-	}
-
-	ln, err := net.Listen("tcp", t.cfg.Agents.Listen)
-	if err != nil {
-		return fmt.Errorf("agents.listen %s: %w", t.cfg.Agents.Listen, err)
-	}
-	conn, err := grpc.NewClient(t.cfg.Mandible.Address, grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("mandible.address %s: %w", t.cfg.Mandible.Address, err)
-	}
-	defer conn.Close()
-	defer t.agents.closeAll()
-
-	server := grpc.NewServer(t.serverOpts...)
-	mantisv1.RegisterThoraxServiceServer(server, &agentService{t: t})
-	healthServer := health.NewServer()
-	healthpb.RegisterHealthServer(server, healthServer)
-
-	// work outlives ctx: hand-offs and result stores go on through the drain
-	// and end only when the drain gives up on them.
-	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWork()
-
-	t.mu.Lock()
-	t.mandible = mantisv1.NewMandibleServiceClient(conn)
-	t.agentsAddr = ln.Addr().String()
-	t.work = work
-	t.mu.Unlock()
-
-	go identity.WatchExpiry(work, logger, t.idMetrics, t.cfg.Agents.TLS.CertPath, t.cfg.Mandible.TLS.CertPath)
-
-	serveErr := make(chan error, 1)
-	go func() {
-		logger.InfoContext(ctx, "serving agents", "addr", ln.Addr().String())
-		serveErr <- server.Serve(ln)
-	}()
-	stopServer := func() {
-		healthServer.Shutdown()
-		stopped := make(chan struct{})
-		go func() { server.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(stopGrace):
-			server.Stop()
-		}
-	}
-
-	if err := t.register(ctx); err != nil {
-		stopServer()
-		if ctx.Err() != nil {
-			logger.InfoContext(ctx, "stopped before registering")
-			return nil
-		}
-		return err
-	}
-	close(t.ready)
-
-	heartbeats, stopHeartbeats := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopHeartbeats()
-
-	// serving ends with ctx, or when the agents server fails.
-	serving, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	var loops, workers, beating sync.WaitGroup
-	beating.Go(func() { t.heartbeatLoop(heartbeats, serving) })
-	loops.Go(func() { t.fetchLoop(serving) })
-	loops.Go(func() { t.sweepLoop(serving, work) })
-	if t.cfg.Queue.Enabled {
-		loops.Go(func() { t.consume(serving) })
-	}
-	for range t.cfg.Agents.MaxConcurrentCalls {
-		workers.Go(func() { t.listenWorker(work) })
-	}
-
-	var failed error
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		failed = fmt.Errorf("serving agents: %w", err)
-		serveErr <- nil // for the read after stopServer
-		logger.ErrorContext(ctx, "agents server failed: draining", "err", err)
-	}
-	stopServing()
-
-	// Drain.
-	drainCtx, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.Drain.Timeout.Duration)
-	defer cancelDrain()
-	unhanded := t.book.startDrain()
-	healthServer.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	logger.InfoContext(drainCtx, "draining", "unhanded_commands", len(unhanded), "timeout", t.cfg.Drain.Timeout.Duration)
-	t.beatNow()
-	loops.Wait()
-	t.release(drainCtx, unhanded, "drain")
-	if err := t.book.waitEmpty(drainCtx); err != nil {
-		remaining := t.book.remaining()
-		logger.WarnContext(drainCtx, "drain timed out: abandoning commands still out to agents",
-			"commands", len(remaining), "command_ids", remaining)
-	}
-	stopWork()
-	workers.Wait()
-	stopServer()
-	// Serve reports ErrServerStopped when the stop won the race with its
-	// start (a Thorax stopped right after it registered): that is a clean stop.
-	if err := <-serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) && failed == nil {
-		failed = fmt.Errorf("serving agents: %w", err)
-	}
-	stopHeartbeats()
-	beating.Wait()
-	t.background.Wait()
-	if failed != nil {
-		return failed
-	}
-	logger.InfoContext(drainCtx, "stopped")
-	return nil
 }
 
 // buildVersion returns the module version the binary was built from.

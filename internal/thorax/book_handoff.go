@@ -1,0 +1,134 @@
+package thorax
+
+// The hand-off of held commands to agents: listen-mode commands to the caller loop,
+// poll-mode commands to their target's long polls, and back when a poll could not
+// deliver them.
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+)
+
+// nextListen waits for a listen-mode command and marks it handed. It returns
+// false once the instance drains or ctx ends.
+func (b *book) nextListen(ctx context.Context) (*holding, bool) {
+	for {
+		b.mu.Lock()
+		if b.draining {
+			b.mu.Unlock()
+			return nil, false
+		}
+		if hs := b.listen.pop(1); len(hs) == 1 {
+			hs[0].state = stateHanded
+			if b.listen.len() > 0 {
+				select {
+				case b.listenReady <- struct{}{}:
+				default:
+				}
+			}
+			b.mu.Unlock()
+			return hs[0], true
+		}
+		b.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-b.drainCh:
+			return nil, false
+		case <-b.listenReady:
+		}
+	}
+}
+
+// beginPoll records a poll of target that waits up to wait, and reports
+// whether the target was not connected before it.
+func (b *book) beginPoll(target string, window time.Duration, now time.Time) (newlyConnected bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.target(target)
+	newlyConnected = !t.connected(now)
+	t.polling++
+	t.lastSeen = now
+	t.window = window
+	return newlyConnected
+}
+
+func (b *book) endPoll(target string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.target(target)
+	t.polling--
+	t.lastSeen = now
+}
+
+// takePoll hands up to n of target's queued commands to its agent, each owing
+// its result by deadline(cmd), with the commands its agent must kill. When there
+// are none it returns a channel that is closed when that may have changed;
+// draining says no command will come.
+func (b *book) takePoll(target string, n int, deadline func(*mantisv1.Command) time.Time) (taken []*holding, cancels []string, wake <-chan struct{}, draining bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.draining {
+		return nil, nil, nil, true
+	}
+	t := b.target(target)
+	cancels, t.cancels = t.cancels, nil
+	taken = t.queue.pop(n)
+	for _, h := range taken {
+		h.state = stateHanded
+		h.deadline = deadline(h.cmd)
+	}
+	return taken, cancels, t.wake, false
+}
+
+// recancel queues cancellations a poll could not deliver for the target's next poll.
+func (b *book) recancel(target string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t := b.target(target)
+	t.cancels = append(ids, t.cancels...)
+}
+
+// unhand puts commands a poll could not deliver back at the head of their
+// target's queue, or returns them for release when the instance is draining.
+func (b *book) unhand(hs []*holding) (release []*holding) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, h := range hs {
+		if b.draining {
+			delete(b.held, h.cmd.GetId())
+			release = append(release, h)
+			continue
+		}
+		h.state = stateQueued
+		h.deadline = time.Time{}
+		t := b.target(h.cmd.GetTarget())
+		t.queue.pushFront(h)
+		t.signal()
+	}
+	if len(release) > 0 {
+		b.notifyChanged()
+	}
+	return release
+}
+
+// connectedTargets returns the poll-mode targets whose agents poll now or
+// polled within their window, sorted.
+func (b *book) connectedTargets(now time.Time) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for name, t := range b.targets {
+		if t.connected(now) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
