@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // DispatchRequestView is a request as operators inspect it, with a plain reason for
@@ -55,50 +57,27 @@ func ListDispatchRequests(ctx context.Context, db DB, f DispatchRequestFilter, h
 		limit = 100
 	}
 	limit = min(limit, 1000)
-	rows, err := db.Query(ctx, `
-		SELECT p.id, p.idempotency_key, t.name, p.deployment_id, p.step_position, p.command, p.priority, p.status,
-		       p.attempts, p.created_at, p.expires_at, p.next_attempt_at, p.claimed_by, p.claimed_at, p.claim_epoch,
-		       p.dispatched_at, p.finished_at, p.last_error, c.id, c.status,
-		       t.deregistered_at IS NOT NULL,
-		       EXISTS (SELECT 1 FROM thorax_instances i
-		               WHERE i.id = t.assigned_instance_id AND i.status = 'live'
-		                 AND i.last_heartbeat_at > now() - make_interval(secs => $6)),
-		       now()
-		FROM pending_dispatch_requests p
-		JOIN targets t ON t.id = p.target_id
-		LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-		WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR p.status = ANY($1))
-		  AND ($2 = '' OR t.name = $2)
-		  AND ($3::uuid IS NULL OR p.deployment_id = $3)
-		  AND ($4::uuid IS NULL OR (p.created_at, p.id) < (SELECT created_at, id FROM pending_dispatch_requests WHERE id = $4))
-		ORDER BY p.created_at DESC, p.id DESC
-		LIMIT $5`, f.Statuses, f.Target, f.DeploymentID, f.Before, limit, heartbeatTimeout.Seconds())
+	rows, err := queries.ListDispatchRequests(ctx, db, dbsqlc.ListDispatchRequestsParams{
+		HeartbeatTimeout: heartbeatTimeout, Statuses: f.Statuses, Target: f.Target,
+		DeploymentID: f.DeploymentID, Before: f.Before, MaxRows: int32(limit),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listing dispatch requests: %w", err)
 	}
-	defer rows.Close()
 	var out []DispatchRequestView
-	for rows.Next() {
-		var (
-			v                  DispatchRequestView
-			step               *int32
-			deregistered, live bool
-			now                time.Time
-		)
-		if err := rows.Scan(&v.ID, &v.IdempotencyKey, &v.Target, &v.DeploymentID, &step, &v.Command, &v.Priority, &v.Status,
-			&v.Attempts, &v.CreatedAt, &v.ExpiresAt, &v.NextAttemptAt, &v.ClaimedBy, &v.ClaimedAt, &v.ClaimEpoch,
-			&v.DispatchedAt, &v.FinishedAt, &v.LastError, &v.CommandID, &v.CommandStatus, &deregistered, &live, &now); err != nil {
-			return nil, fmt.Errorf("listing dispatch requests: %w", err)
+	for _, r := range rows {
+		v := DispatchRequestView{
+			ID: r.ID, IdempotencyKey: r.IdempotencyKey, Target: r.Target, DeploymentID: r.DeploymentID,
+			StepPosition: stepPosition(r.StepPosition), Command: r.Command, Priority: r.Priority, Status: r.Status,
+			Attempts: int(r.Attempts), MaxAttempts: MaxDispatchDeliveries, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+			NextAttemptAt: r.NextAttemptAt, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt, ClaimEpoch: r.ClaimEpoch,
+			DispatchedAt: r.DispatchedAt, FinishedAt: r.FinishedAt, LastError: r.LastError, CommandID: r.CommandID,
+			CommandStatus: r.CommandStatus,
 		}
-		if step != nil {
-			s := int(*step)
-			v.StepPosition = &s
-		}
-		v.MaxAttempts = MaxDispatchDeliveries
-		v.Reason = dispatchReason(v, deregistered, live, now)
+		v.Reason = dispatchReason(v, r.Deregistered, r.Live, r.Now)
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // dispatchReason explains a request's state.
@@ -148,7 +127,7 @@ func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Tim
 	case StatusFailed:
 		return fmt.Sprintf("failed after %d attempts: %s", v.Attempts, lastErr)
 	case StatusExpired:
-		return fmt.Sprintf("expired at %s, 24h after creation; never dispatched again", ts(v.ExpiresAt))
+		return fmt.Sprintf("expired at %s, %s after creation; never dispatched again", ts(v.ExpiresAt), DispatchRequestTTLText)
 	}
 	return v.Status
 }

@@ -6,16 +6,18 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // BindInstanceCertificate records the certificate name that registered instance.
 // A binding is set once: an instance already bound keeps its name.
 func BindInstanceCertificate(ctx context.Context, db DB, instance uuid.UUID, certName string) error {
-	tag, err := db.Exec(ctx, `UPDATE thorax_instances SET cert_name = $2 WHERE id = $1 AND cert_name IS NULL`, instance, certName)
+	n, err := queries.BindInstanceCertificate(ctx, db, dbsqlc.BindInstanceCertificateParams{ID: instance, CertName: certName})
 	if err != nil {
 		return fmt.Errorf("binding thorax instance %s to certificate %s: %w", instance, certName, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("binding thorax instance %s to certificate %s: %w", instance, certName, ErrNotFound)
 	}
 	return nil
@@ -24,8 +26,8 @@ func BindInstanceCertificate(ctx context.Context, db DB, instance uuid.UUID, cer
 // InstanceCertificate returns the certificate name bound to instance: "" for an
 // instance registered without one, ErrNotFound for an unknown instance.
 func InstanceCertificate(ctx context.Context, db DB, instance uuid.UUID) (string, error) {
-	var name *string
-	err := notFound(db.QueryRow(ctx, `SELECT cert_name FROM thorax_instances WHERE id = $1`, instance).Scan(&name))
+	name, err := queries.InstanceCertificate(ctx, db, instance)
+	err = notFound(err)
 	if errors.Is(err, ErrNotFound) {
 		return "", err
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
 // RecordReplicaHeartbeat keeps replica's row in mandible_replicas current. recovered
@@ -14,15 +14,7 @@ import (
 // full heartbeat timeout before any replica may declare them dead. A replica that
 // was declared gone and beats again is running again.
 func RecordReplicaHeartbeat(ctx context.Context, db DB, replica string, recovered bool) error {
-	_, err := db.Exec(ctx, `
-		INSERT INTO mandible_replicas (id) VALUES ($1)
-		ON CONFLICT (id) DO UPDATE SET
-		    last_seen_at = now(),
-		    healthy_since = CASE WHEN $2 OR mandible_replicas.stopped_at IS NOT NULL OR mandible_replicas.ended_at IS NOT NULL
-		                         THEN now() ELSE mandible_replicas.healthy_since END,
-		    started_at = CASE WHEN mandible_replicas.stopped_at IS NOT NULL OR mandible_replicas.ended_at IS NOT NULL
-		                      THEN now() ELSE mandible_replicas.started_at END,
-		    stopped_at = NULL, ended_at = NULL, ended_by = NULL, end_reason = NULL`, replica, recovered)
+	err := queries.RecordReplicaHeartbeat(ctx, db, dbsqlc.RecordReplicaHeartbeatParams{ID: replica, Recovered: recovered})
 	if err != nil {
 		return fmt.Errorf("recording heartbeat of replica %s: %w", replica, err)
 	}
@@ -31,7 +23,7 @@ func RecordReplicaHeartbeat(ctx context.Context, db DB, replica string, recovere
 
 // MarkReplicaStopped records that replica stopped cleanly.
 func MarkReplicaStopped(ctx context.Context, db DB, replica string) error {
-	if _, err := db.Exec(ctx, `UPDATE mandible_replicas SET stopped_at = now() WHERE id = $1`, replica); err != nil {
+	if err := queries.MarkReplicaStopped(ctx, db, replica); err != nil {
 		return fmt.Errorf("recording stop of replica %s: %w", replica, err)
 	}
 	return nil
@@ -48,16 +40,13 @@ type GoneReplica struct {
 // goneAfter and are not recorded as ended. A cleanly stopped replica is listed too:
 // its dispatcher may have outlived it (the cancel at shutdown is best effort).
 func GoneReplicas(ctx context.Context, db DB, self string, goneAfter time.Duration) ([]GoneReplica, error) {
-	rows, err := db.Query(ctx, `
-		SELECT id, last_seen_at FROM mandible_replicas
-		WHERE id <> $1 AND ended_at IS NULL AND last_seen_at < now() - make_interval(secs => $2)
-		ORDER BY last_seen_at`, self, goneAfter.Seconds())
+	rows, err := queries.GoneReplicas(ctx, db, dbsqlc.GoneReplicasParams{Self: self, GoneAfter: goneAfter})
 	if err != nil {
 		return nil, fmt.Errorf("listing gone replicas: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[GoneReplica])
-	if err != nil {
-		return nil, fmt.Errorf("listing gone replicas: %w", err)
+	out := make([]GoneReplica, len(rows))
+	for i, r := range rows {
+		out[i] = GoneReplica{ID: r.ID, LastSeenAt: r.LastSeenAt}
 	}
 	return out, nil
 }
@@ -66,12 +55,9 @@ func GoneReplicas(ctx context.Context, db DB, self string, goneAfter time.Durati
 // reason, provided it is still silent past goneAfter: a replica that came back in
 // the meantime is left alone. It reports whether the row changed.
 func EndReplica(ctx context.Context, db DB, replica, by, reason string, goneAfter time.Duration) (bool, error) {
-	tag, err := db.Exec(ctx, `
-		UPDATE mandible_replicas SET ended_at = now(), ended_by = $2, end_reason = $3
-		WHERE id = $1 AND ended_at IS NULL AND last_seen_at < now() - make_interval(secs => $4)`,
-		replica, by, reason, goneAfter.Seconds())
+	n, err := queries.EndReplica(ctx, db, dbsqlc.EndReplicaParams{ID: replica, EndedBy: by, EndReason: reason, GoneAfter: goneAfter})
 	if err != nil {
 		return false, fmt.Errorf("recording end of replica %s: %w", replica, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
 }

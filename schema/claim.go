@@ -1,0 +1,100 @@
+package schema
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
+)
+
+// ClaimedRequest is a request a replica won, with the epoch that fences its outcome.
+type ClaimedRequest struct {
+	ID        uuid.UUID `json:"id"`
+	Epoch     int64     `json:"epoch"`
+	Target    string    `json:"target"`
+	Priority  string    `json:"priority"`
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ClaimResult is one claim: the rows won, and how many candidates were lost to other
+// replicas between load and update.
+type ClaimResult struct {
+	Claimed []ClaimedRequest
+	Lost    int
+}
+
+// ClaimPending claims up to limit pending requests for replica: priority first, then
+// age, skipping rows waiting for their next attempt and rows past expiry. The claim is
+// the seed's conditional UPDATE from pending to processing (only an update that still
+// sees pending wins) with a new claim epoch; SKIP LOCKED on the load keeps replicas
+// from loading the same rows, so losses stay rare.
+func ClaimPending(ctx context.Context, db DB, replica string, limit int) (ClaimResult, error) {
+	return claimKeyed(ctx, db, replica, "", limit)
+}
+
+// ClaimPendingFor is ClaimPending under a claim key: the identity of one claim (the
+// dispatcher run and its claim activity), the same on every attempt of that claim.
+// When rows that replica claimed under key are still in processing, an earlier attempt
+// committed and its answer was lost (the worker died, the activity timed out): those
+// rows are returned as they were claimed, and nothing new is claimed, so the batch is
+// delivered now rather than reclaimed as orphans 300 s later. Attempts of one key are
+// serialised, so a retry that overlaps a slow first attempt finds its rows too.
+func ClaimPendingFor(ctx context.Context, db TxBeginner, replica, key string, limit int) (ClaimResult, error) {
+	if key == "" {
+		return ClaimResult{}, fmt.Errorf("claiming dispatch requests: the claim key is empty")
+	}
+	var res ClaimResult
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		if err := queries.LockClaimKey(ctx, tx, replica+"/"+key); err != nil {
+			return fmt.Errorf("locking claim %s: %w", key, err)
+		}
+		held, err := heldUnder(ctx, tx, replica, key)
+		if err != nil {
+			return err
+		}
+		if len(held) > 0 {
+			res = ClaimResult{Claimed: held}
+			return nil
+		}
+		res, err = claimKeyed(ctx, tx, replica, key, limit)
+		return err
+	})
+	return res, err
+}
+
+// heldUnder returns the rows replica holds in processing under key, in claim order.
+func heldUnder(ctx context.Context, db DB, replica, key string) ([]ClaimedRequest, error) {
+	rows, err := queries.HeldUnderKey(ctx, db, dbsqlc.HeldUnderKeyParams{Replica: replica, ClaimKey: key})
+	if err != nil {
+		return nil, fmt.Errorf("reading rows claimed under %s: %w", key, err)
+	}
+	out := make([]ClaimedRequest, len(rows))
+	for i, r := range rows {
+		out[i] = ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority, Attempts: int(r.Attempts), CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// claimKeyed is the seed's conditional UPDATE from pending to processing, recording key
+// (none when it is empty).
+func claimKeyed(ctx context.Context, db DB, replica, key string, limit int) (ClaimResult, error) {
+	rows, err := queries.ClaimPending(ctx, db, dbsqlc.ClaimPendingParams{MaxRows: int32(limit), Replica: replica, ClaimKey: key})
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
+	}
+	var res ClaimResult
+	for _, r := range rows {
+		if r.ClaimEpoch == nil {
+			res.Lost++
+			continue
+		}
+		res.Claimed = append(res.Claimed, ClaimedRequest{ID: r.ID, Epoch: *r.ClaimEpoch, Target: *r.Target, Priority: *r.Priority,
+			Attempts: int(*r.Attempts), CreatedAt: *r.CreatedAt})
+	}
+	return res, nil
+}
