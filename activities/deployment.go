@@ -249,8 +249,8 @@ func (a *Activities) FinishStep(ctx context.Context, in FinishStepInput) error {
 	if err != nil {
 		return err
 	}
-	return schema.FinishStep(ctx, a.DB, id, in.Position, in.Status, map[string]any{
-		"succeeded": in.Succeeded, "failed": in.Failed, "skipped": in.Skipped,
+	return schema.FinishStep(ctx, a.DB, id, in.Position, in.Status, schema.StepTally{
+		Succeeded: in.Succeeded, Failed: in.Failed, Skipped: in.Skipped,
 	})
 }
 

@@ -104,10 +104,15 @@ func StepResults(ctx context.Context, db DB, id uuid.UUID, position int, waiting
 	return out, nil
 }
 
+// StepTally counts a step's targets by how they ended: the counts of its
+// step.<status> event.
+type StepTally struct {
+	Succeeded, Failed, Skipped int
+}
+
 // FinishStep records a step's end (succeeded, failed, skipped or cancelled) with a
-// step.<status> event whose data is events.StepEndedData: the step, and the counts
-// summary holds (succeeded, failed, skipped).
-func FinishStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, status string, summary map[string]any) error {
+// step.<status> event carrying the tally.
+func FinishStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, status string, tally StepTally) error {
 	return inTx(ctx, db, func(tx pgx.Tx) error {
 		name, err := queries.MarkStepEnded(ctx, tx, dbsqlc.MarkStepEndedParams{
 			DeploymentID: id, Position: int32(position), Status: status,
@@ -118,10 +123,8 @@ func FinishStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int, 
 		if err != nil {
 			return fmt.Errorf("finishing step %d: %w", position, err)
 		}
-		data := map[string]any{"step": name, "step_position": position}
-		for k, v := range summary {
-			data[k] = v
-		}
-		return InsertEvent(ctx, tx, &id, events.StepEnded(status), data)
+		return InsertEvent(ctx, tx, &id, events.StepEnded(status), events.StepEndedData{
+			Step: name, StepPosition: position, Succeeded: tally.Succeeded, Failed: tally.Failed, Skipped: tally.Skipped,
+		})
 	})
 }

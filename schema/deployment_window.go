@@ -138,8 +138,7 @@ func endStepWhenDone(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int,
 		if p.Failed > 0 {
 			p.Status = StepFailed
 		}
-		return FinishStep(ctx, tx, id, position, p.Status, map[string]any{
-			"succeeded": p.Succeeded, "failed": p.Failed, "skipped": p.Skipped})
+		return FinishStep(ctx, tx, id, position, p.Status, StepTally{Succeeded: p.Succeeded, Failed: p.Failed, Skipped: p.Skipped})
 	}
 	return nil
 }
@@ -219,7 +218,7 @@ func SkipSteps(ctx context.Context, db TxBeginner, id uuid.UUID, from int) error
 			return fmt.Errorf("reading steps to skip: %w", err)
 		}
 		for _, pos := range positions {
-			if err := FinishStep(ctx, tx, id, int(pos), StepSkipped, map[string]any{"succeeded": 0, "failed": 0, "skipped": n}); err != nil {
+			if err := FinishStep(ctx, tx, id, int(pos), StepSkipped, StepTally{Skipped: n}); err != nil {
 				return err
 			}
 		}
