@@ -57,38 +57,16 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 		return res
 	}
 
-	if dir != "" {
-		// Checked here because a failed chdir in the child reads as the
-		// shell not existing.
-		if _, err := os.Stat(dir); err != nil {
-			if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
-				err = pe.Err
-			}
-			res.Error = fmt.Sprintf("working directory %s: %v", dir, err)
-			return finish()
-		}
+	if problem := checkWorkingDir(dir); problem != "" {
+		res.Error = problem
+		return finish()
 	}
-
-	// A pipe of our own rather than an io.Writer: os/exec would then wait for
-	// every holder of the pipe, background children included, before Wait
-	// returned, and a timeout could not fire while it waited.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		res.Error = fmt.Sprintf("creating output pipe: %v", err)
+	c, pr, problem := r.start(cmd, dir)
+	if problem != "" {
+		res.Error = problem
 		return finish()
 	}
 	defer pr.Close()
-	c := exec.Command(r.cfg.Shell, "-c", cmd.GetCommand())
-	c.Dir = dir
-	c.Env = append(environ(cmd.GetEnv()), commandIdentity(cmd)...)
-	c.Stdout, c.Stderr = pw, pw
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = c.Start()
-	pw.Close()
-	if err != nil {
-		res.Error = fmt.Sprintf("starting %s: %v", r.cfg.Shell, err)
-		return finish()
-	}
 	logger.DebugContext(ctx, "command started", "pid", c.Process.Pid, "timeout", timeout)
 
 	out := newTailBuffer(r.cfg.OutputLimitBytes)
@@ -104,12 +82,64 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 		waitErr = c.Wait()
 	}()
 
+	kill := awaitEnd(ctx, ex, timeout, exited, res)
+	r.reap(ctx, logger, c.Process, kill, exited, readDone, pr)
+	res.Output, res.OutputTruncated = out.Tail()
+	if !kill {
+		r.recordExit(res, c.ProcessState, waitErr)
+	}
+	return finish()
+}
+
+// checkWorkingDir returns why dir cannot be the command's working directory, or ""
+// when it can (or is unset). It is checked before the start because a failed chdir in
+// the child reads as the shell not existing.
+func checkWorkingDir(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if _, err := os.Stat(dir); err != nil {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Sprintf("working directory %s: %v", dir, err)
+	}
+	return ""
+}
+
+// start starts the command's shell in a process group of its own, writing its
+// output to a pipe whose read end it returns, or returns why it could not start.
+func (r *Runner) start(cmd *mantisv1.Command, dir string) (*exec.Cmd, *os.File, string) {
+	// A pipe of our own rather than an io.Writer: os/exec would then wait for
+	// every holder of the pipe, background children included, before Wait
+	// returned, and a timeout could not fire while it waited.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Sprintf("creating output pipe: %v", err)
+	}
+	c := exec.Command(r.cfg.Shell, "-c", cmd.GetCommand())
+	c.Dir = dir
+	c.Env = append(environ(cmd.GetEnv()), commandIdentity(cmd)...)
+	c.Stdout, c.Stderr = pw, pw
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = c.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return nil, nil, fmt.Sprintf("starting %s: %v", r.cfg.Shell, err)
+	}
+	return c, pr, ""
+}
+
+// awaitEnd waits for the command to exit, time out, be abandoned by ctx or be
+// stopped through ex, records a timeout or a cancel in res, and reports whether the
+// command's process group must be killed (it did not exit by itself).
+func awaitEnd(ctx context.Context, ex *execution, timeout time.Duration, exited <-chan struct{}, res *mantisv1.CommandResult) (kill bool) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	kill := true
 	select {
 	case <-exited:
-		kill = false
+		return false
 	case <-timer.C:
 		res.TimedOut = true
 		res.Error = fmt.Sprintf("timed out after %s", timeout)
@@ -120,29 +150,28 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 		res.Cancelled = true
 		res.Error = ex.reason
 	}
-	r.reap(ctx, logger, c.Process, kill, exited, readDone, pr)
-	res.Output, res.OutputTruncated = out.Tail()
+	return true
+}
 
-	if !kill {
-		state := c.ProcessState
-		var ws syscall.WaitStatus
-		if state != nil {
-			ws, _ = state.Sys().(syscall.WaitStatus)
-		}
-		switch {
-		case state == nil:
-			res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
-		case state.Exited():
-			res.ExitCode = int32(state.ExitCode())
-		case ws.Signaled():
-			// Killed from outside the agent (the OOM killer, an operator):
-			// it did not exit on its own, so the exit code stays -1.
-			res.Error = "terminated by signal: " + ws.Signal().String()
-		default:
-			res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
-		}
+// recordExit records how a shell that exited by itself ended: its exit code, or
+// the signal that killed it from outside the agent.
+func (r *Runner) recordExit(res *mantisv1.CommandResult, state *os.ProcessState, waitErr error) {
+	var ws syscall.WaitStatus
+	if state != nil {
+		ws, _ = state.Sys().(syscall.WaitStatus)
 	}
-	return finish()
+	switch {
+	case state == nil:
+		res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
+	case state.Exited():
+		res.ExitCode = int32(state.ExitCode())
+	case ws.Signaled():
+		// Killed from outside the agent (the OOM killer, an operator):
+		// it did not exit on its own, so the exit code stays -1.
+		res.Error = "terminated by signal: " + ws.Signal().String()
+	default:
+		res.Error = fmt.Sprintf("waiting for %s: %v", r.cfg.Shell, waitErr)
+	}
 }
 
 // reap makes sure no process of the command's group is left. With kill set

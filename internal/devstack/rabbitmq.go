@@ -35,9 +35,53 @@ func (s *Stack) startRabbitMQ(ctx context.Context, dir string, ports rabbitmqPor
 	if _, err := os.Stat(server); err != nil {
 		return fmt.Errorf("rabbitmq-server: %w (install the rabbitmq-server package)", errNotFound)
 	}
+	files, err := s.writeRabbitMQFiles(dir, ports, password)
+	if err != nil {
+		return err
+	}
+	nodename := fmt.Sprintf("mantis%d@localhost", ports.AMQPS)
+	env := rabbitmqEnv(dir, ports, nodename, files)
+	s.rabbitmqEnv = env
+	p, err := startProcess(s.logger, processSpec{
+		Name: "rabbitmq", Path: server, Env: env, Dir: dir, RunAs: rabbitmqUser,
+		LogPath: filepath.Join(s.opts.Dir, "logs", "rabbitmq.log"),
+	})
+	if err != nil {
+		return err
+	}
+	s.track(p)
+	s.epmdPort = ports.EPMD
+
+	api := fmt.Sprintf("https://127.0.0.1:%d/api", ports.Management)
+	mgmt, err := ManagementClient(s.Certs.CACert())
+	if err != nil {
+		return err
+	}
+	err = waitFor(ctx, p, 120*time.Second, func(ctx context.Context) error {
+		return managementCall(ctx, mgmt, http.MethodGet, api+"/overview", password, nil)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.prepareBroker(ctx, mgmt, api, password); err != nil {
+		return err
+	}
+	s.exportBrokerEnv(ports, nodename, password)
+	return nil
+}
+
+// rabbitmqFiles are the paths of the files the broker is started with.
+type rabbitmqFiles struct {
+	conf, plugins string
+}
+
+// writeRabbitMQFiles prepares the broker's directory: its sub-directories, copies of
+// the certificates it serves with, its configuration and its plugins, all owned by
+// the broker's user.
+func (s *Stack) writeRabbitMQFiles(dir string, ports rabbitmqPorts, password string) (rabbitmqFiles, error) {
 	for _, sub := range []string{"mnesia", "log", "home", "certs"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
-			return err
+			return rabbitmqFiles{}, err
 		}
 	}
 	// The broker runs unprivileged and cannot read the supervisor's keys: give it copies.
@@ -46,7 +90,7 @@ func (s *Stack) startRabbitMQ(ctx context.Context, dir string, ports rabbitmqPor
 	serverCert, serverKey := certs.Pair("rabbitmq")
 	for src, dst := range map[string]string{certs.CACert(): caPath, serverCert: certPath, serverKey: keyPath} {
 		if err := copyFile(src, dst, 0o600); err != nil {
-			return err
+			return rabbitmqFiles{}, err
 		}
 	}
 	conf := fmt.Sprintf(`# Written by mantisctl dev: TLS only, client certificates required.
@@ -74,25 +118,29 @@ log.console = true
 log.console.level = warning
 log.file = false
 `, ports.AMQPS, ports.Management, caPath, certPath, keyPath, rabbitmqVHost, brokerUser, password)
-	confPath := filepath.Join(dir, "rabbitmq.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		return err
+	files := rabbitmqFiles{conf: filepath.Join(dir, "rabbitmq.conf"), plugins: filepath.Join(dir, "enabled_plugins")}
+	if err := os.WriteFile(files.conf, []byte(conf), 0o600); err != nil {
+		return rabbitmqFiles{}, err
 	}
-	pluginsPath := filepath.Join(dir, "enabled_plugins")
-	if err := os.WriteFile(pluginsPath, []byte("[rabbitmq_management].\n"), 0o644); err != nil {
-		return err
+	if err := os.WriteFile(files.plugins, []byte("[rabbitmq_management].\n"), 0o644); err != nil {
+		return rabbitmqFiles{}, err
 	}
 	if err := chownTo(dir, rabbitmqUser); err != nil {
-		return err
+		return rabbitmqFiles{}, err
 	}
-	nodename := fmt.Sprintf("mantis%d@localhost", ports.AMQPS)
-	env := []string{
+	return files, nil
+}
+
+// rabbitmqEnv is the broker's environment: everything under dir, every listener on
+// loopback.
+func rabbitmqEnv(dir string, ports rabbitmqPorts, nodename string, files rabbitmqFiles) []string {
+	return []string{
 		"HOME=" + filepath.Join(dir, "home"),
 		"RABBITMQ_NODENAME=" + nodename,
-		"RABBITMQ_CONFIG_FILE=" + confPath,
+		"RABBITMQ_CONFIG_FILE=" + files.conf,
 		"RABBITMQ_ADVANCED_CONFIG_FILE=" + filepath.Join(dir, "advanced.config"),
 		"RABBITMQ_CONF_ENV_FILE=" + filepath.Join(dir, "rabbitmq-env.conf"),
-		"RABBITMQ_ENABLED_PLUGINS_FILE=" + pluginsPath,
+		"RABBITMQ_ENABLED_PLUGINS_FILE=" + files.plugins,
 		"RABBITMQ_MNESIA_BASE=" + filepath.Join(dir, "mnesia"),
 		"RABBITMQ_LOG_BASE=" + filepath.Join(dir, "log"),
 		"RABBITMQ_DIST_PORT=" + strconv.Itoa(ports.Dist),
@@ -102,30 +150,12 @@ log.file = false
 		"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=-kernel inet_dist_use_interface {127,0,0,1}",
 		"RABBITMQ_LOGS=-",
 	}
-	s.rabbitmqEnv = env
-	p, err := startProcess(s.logger, processSpec{
-		Name: "rabbitmq", Path: server, Env: env, Dir: dir, RunAs: rabbitmqUser,
-		LogPath: filepath.Join(s.opts.Dir, "logs", "rabbitmq.log"),
-	})
-	if err != nil {
-		return err
-	}
-	s.track(p)
-	s.epmdPort = ports.EPMD
+}
 
-	api := fmt.Sprintf("https://127.0.0.1:%d/api", ports.Management)
-	mgmt, err := ManagementClient(certs.CACert())
-	if err != nil {
-		return err
-	}
-	err = waitFor(ctx, p, 120*time.Second, func(ctx context.Context) error {
-		return managementCall(ctx, mgmt, http.MethodGet, api+"/overview", password, nil)
-	})
-	if err != nil {
-		return err
-	}
-	// default_* only applies to a fresh node: make sure of the vhost and permissions on
-	// every start, so a reused data directory is repaired too.
+// prepareBroker makes sure of the vhost, the mantis user's permissions and the
+// service users. default_* only applies to a fresh node: this runs on every start, so
+// a reused data directory is repaired too.
+func (s *Stack) prepareBroker(ctx context.Context, mgmt *http.Client, api, password string) error {
 	vh := url.PathEscape(rabbitmqVHost)
 	for _, call := range []struct{ path, body string }{
 		{"/vhosts/" + vh, `{}`},
@@ -135,11 +165,12 @@ log.file = false
 			return fmt.Errorf("preparing broker %s: %w", call.path, err)
 		}
 	}
-	if err := s.ensureServiceUsers(ctx, BrokerAdmin{Client: mgmt, API: api, User: brokerUser, Password: password}); err != nil {
-		return err
-	}
+	return s.ensureServiceUsers(ctx, BrokerAdmin{Client: mgmt, API: api, User: brokerUser, Password: password})
+}
 
-	clientCert, clientKey := certs.Pair("client")
+// exportBrokerEnv publishes how to reach the broker in the stack's environment.
+func (s *Stack) exportBrokerEnv(ports rabbitmqPorts, nodename, password string) {
+	clientCert, clientKey := s.Certs.Pair("client")
 	s.Env["MANTIS_AMQP_URL"] = fmt.Sprintf("amqps://%s:%s@127.0.0.1:%d/%s", brokerUser, url.QueryEscape(password), ports.AMQPS, url.PathEscape(rabbitmqVHost))
 	s.Env["MANTIS_AMQP_HOST"] = "127.0.0.1"
 	s.Env["MANTIS_AMQP_PORT"] = strconv.Itoa(ports.AMQPS)
@@ -150,7 +181,6 @@ log.file = false
 	s.Env["RABBITMQ_NODENAME"] = nodename
 	s.Env["MANTIS_CLIENT_CERT"] = clientCert
 	s.Env["MANTIS_CLIENT_KEY"] = clientKey
-	return nil
 }
 
 // ManagementClient is an HTTPS client for the broker's management API that trusts

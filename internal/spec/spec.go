@@ -68,6 +68,8 @@ type Deployment struct {
 const (
 	DefaultPriority    = "normal"
 	DefaultStepTimeout = 10 * time.Minute
+	// MaxStepTimeout caps a step's timeout.
+	MaxStepTimeout = 24 * time.Hour
 	// MaxSteps caps a deployment's steps.
 	MaxSteps = 100
 	// MaxTargets caps the targets a deployment runs on: the named ones and those its
@@ -103,15 +105,28 @@ var (
 	envKeyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-// WithDefaults fills the defaults in: priority normal, step timeout 10 minutes.
-func (d Deployment) WithDefaults() Deployment {
-	if d.Priority == "" {
-		d.Priority = DefaultPriority
+// CommandDefaults returns a command's priority and timeout with the defaults filled
+// in where they are unset: priority DefaultPriority, timeout DefaultStepTimeout. A
+// deployment's spec (WithDefaults) and a dispatch request alike default through it.
+func CommandDefaults(priority string, timeout time.Duration) (string, time.Duration) {
+	if priority == "" {
+		priority = DefaultPriority
 	}
+	if timeout <= 0 {
+		timeout = DefaultStepTimeout
+	}
+	return priority, timeout
+}
+
+// WithDefaults fills the defaults in (CommandDefaults): priority normal, step timeout
+// 10 minutes.
+func (d Deployment) WithDefaults() Deployment {
+	d.Priority, _ = CommandDefaults(d.Priority, 0)
 	steps := make([]Step, len(d.Steps))
 	for i, s := range d.Steps {
 		if s.Timeout == "" {
-			s.Timeout = DefaultStepTimeout.String()
+			_, timeout := CommandDefaults("", 0)
+			s.Timeout = timeout.String()
 		}
 		steps[i] = s
 	}
@@ -131,101 +146,118 @@ const (
 
 // Validate returns every problem of d as Errors, or nil.
 func (d Deployment) Validate() error {
-	var errs Errors
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
-	}
+	var p problems
 	if !namePattern.MatchString(d.Name) {
-		add("name", "required: letters, digits, '.', '_' or '-', at most 128, got %q", d.Name)
+		p.add("name", "required: letters, digits, '.', '_' or '-', at most 128, got %q", d.Name)
 	}
 	switch d.Priority {
 	case "", "high", "normal", "low":
 	default:
-		add("priority", "must be high, normal or low, got %q", d.Priority)
+		p.add("priority", "must be high, normal or low, got %q", d.Priority)
 	}
-	if len(d.Targets) == 0 && len(d.TargetSelector) == 0 {
-		add("targets", "name at least one target, or give a target_selector")
-	}
-	if len(d.Targets) > MaxTargets {
-		add("targets", "at most %d, got %d", MaxTargets, len(d.Targets))
-	}
-	seen := map[string]bool{}
-	for i, t := range d.Targets {
-		if !namePattern.MatchString(t) {
-			add(fmt.Sprintf("targets[%d]", i), "not a valid target name: %q", t)
-		} else if seen[t] {
-			add(fmt.Sprintf("targets[%d]", i), "%q is listed twice", t)
-		}
-		seen[t] = true
-	}
-	// storable refuses text PostgreSQL cannot store (NUL, bytes that are not UTF-8)
-	// and text longer than limit, naming the field.
-	storable := func(field, v string, limit int) {
-		if problem := safetext.Unstorable(v, limit); problem != "" {
-			add(field, "%s", problem)
-		}
-	}
-	for _, k := range sortedKeys(d.TargetSelector) {
-		if k == "" {
-			add("target_selector", "label keys must not be empty")
-		}
-		storable("target_selector."+k, k+d.TargetSelector[k], MaxLabelBytes)
-	}
-	storable("idempotency_key", d.IdempotencyKey, 200)
+	d.validateTargets(&p)
+	p.storable("idempotency_key", d.IdempotencyKey, 200)
 	if len(d.Steps) == 0 {
-		add("steps", "at least one step is required")
+		p.add("steps", "at least one step is required")
 	}
 	if len(d.Steps) > MaxSteps {
-		add("steps", "at most %d, got %d", MaxSteps, len(d.Steps))
+		p.add("steps", "at most %d, got %d", MaxSteps, len(d.Steps))
 	}
 	names := map[string]bool{}
 	for i, s := range d.Steps {
 		at := fmt.Sprintf("steps[%d]", i)
 		if !namePattern.MatchString(s.Name) {
-			add(at+".name", "required: letters, digits, '.', '_' or '-', got %q", s.Name)
+			p.add(at+".name", "required: letters, digits, '.', '_' or '-', got %q", s.Name)
 		} else if names[s.Name] {
-			add(at+".name", "%q is used by an earlier step", s.Name)
+			p.add(at+".name", "%q is used by an earlier step", s.Name)
 		}
 		names[s.Name] = true
-		if strings.TrimSpace(s.Command) == "" {
-			add(at+".command", "required")
-		}
-		storable(at+".command", s.Command, MaxCommandBytes)
-		storable(at+".working_dir", s.WorkingDir, MaxWorkingDirBytes)
-		if len(s.Env) > MaxEnvVars {
-			add(at+".env", "at most %d variables, got %d", MaxEnvVars, len(s.Env))
-		}
-		if s.Timeout != "" {
-			if t, err := time.ParseDuration(s.Timeout); err != nil || t <= 0 {
-				add(at+".timeout", "must be a positive duration like \"90s\" or \"5m\", got %q", s.Timeout)
-			} else if t > 24*time.Hour {
-				add(at+".timeout", "at most 24h, got %s", t)
-			}
-		}
-		for _, k := range sortedKeys(s.Env) {
-			if !envKeyPattern.MatchString(k) {
-				add(at+".env", "%q is not a valid environment variable name", k)
-			} else {
-				storable(at+".env."+k, s.Env[k], MaxEnvValueBytes)
-			}
-			if secretenv.IsSealed(s.Env[k]) {
-				add(at+".env."+k, "a sealed secret belongs in env_secret")
-			}
-		}
-		for _, p := range s.secretProblems(at) {
-			add(p.Field, "%s", p.Problem)
-		}
-		if s.WorkingDir != "" && !strings.HasPrefix(s.WorkingDir, "/") {
-			add(at+".working_dir", "must be an absolute path, got %q", s.WorkingDir)
-		}
+		s.validate(&p, at)
 	}
 	if d.MaxParallel < 0 {
-		add("max_parallel", "must not be negative, got %d", d.MaxParallel)
+		p.add("max_parallel", "must not be negative, got %d", d.MaxParallel)
 	}
-	if len(errs) > 0 {
-		return errs
+	if len(p.errs) > 0 {
+		return p.errs
 	}
 	return nil
+}
+
+// problems collects the problems of a spec as Validate finds them.
+type problems struct{ errs Errors }
+
+// add records a problem at field.
+func (p *problems) add(field, format string, args ...any) {
+	p.errs = append(p.errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+}
+
+// storable refuses text PostgreSQL cannot store (NUL, bytes that are not UTF-8) and
+// text longer than limit, naming the field.
+func (p *problems) storable(field, v string, limit int) {
+	if problem := safetext.Unstorable(v, limit); problem != "" {
+		p.add(field, "%s", problem)
+	}
+}
+
+// validateTargets checks the named targets and the target selector.
+func (d Deployment) validateTargets(p *problems) {
+	if len(d.Targets) == 0 && len(d.TargetSelector) == 0 {
+		p.add("targets", "name at least one target, or give a target_selector")
+	}
+	if len(d.Targets) > MaxTargets {
+		p.add("targets", "at most %d, got %d", MaxTargets, len(d.Targets))
+	}
+	seen := map[string]bool{}
+	for i, t := range d.Targets {
+		if !namePattern.MatchString(t) {
+			p.add(fmt.Sprintf("targets[%d]", i), "not a valid target name: %q", t)
+		} else if seen[t] {
+			p.add(fmt.Sprintf("targets[%d]", i), "%q is listed twice", t)
+		}
+		seen[t] = true
+	}
+	for _, k := range sortedKeys(d.TargetSelector) {
+		if k == "" {
+			p.add("target_selector", "label keys must not be empty")
+		}
+		p.storable("target_selector."+k, k+d.TargetSelector[k], MaxLabelBytes)
+	}
+}
+
+// validate checks one step's fields but its name (unique across steps, which
+// Validate checks), naming each problem under at.
+func (s Step) validate(p *problems, at string) {
+	if strings.TrimSpace(s.Command) == "" {
+		p.add(at+".command", "required")
+	}
+	p.storable(at+".command", s.Command, MaxCommandBytes)
+	p.storable(at+".working_dir", s.WorkingDir, MaxWorkingDirBytes)
+	if len(s.Env) > MaxEnvVars {
+		p.add(at+".env", "at most %d variables, got %d", MaxEnvVars, len(s.Env))
+	}
+	if s.Timeout != "" {
+		if t, err := time.ParseDuration(s.Timeout); err != nil || t <= 0 {
+			p.add(at+".timeout", "must be a positive duration like \"90s\" or \"5m\", got %q", s.Timeout)
+		} else if t > MaxStepTimeout {
+			p.add(at+".timeout", "at most 24h, got %s", t)
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		if !envKeyPattern.MatchString(k) {
+			p.add(at+".env", "%q is not a valid environment variable name", k)
+		} else {
+			p.storable(at+".env."+k, s.Env[k], MaxEnvValueBytes)
+		}
+		if secretenv.IsSealed(s.Env[k]) {
+			p.add(at+".env."+k, "a sealed secret belongs in env_secret")
+		}
+	}
+	for _, fe := range s.secretProblems(at) {
+		p.add(fe.Field, "%s", fe.Problem)
+	}
+	if s.WorkingDir != "" && !strings.HasPrefix(s.WorkingDir, "/") {
+		p.add(at+".working_dir", "must be an absolute path, got %q", s.WorkingDir)
+	}
 }
 
 func sortedKeys(m map[string]string) []string {

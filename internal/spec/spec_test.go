@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -114,4 +115,20 @@ func TestUnstorableAndOversizedTextIsRefusedByField(t *testing.T) {
 	} {
 		require.Contains(t, fields[f], want, "field %s; problems: %v", f, fields)
 	}
+}
+
+func TestCommandDefaultsFillOnlyWhatIsUnset(t *testing.T) {
+	t.Parallel()
+	priority, timeout := spec.CommandDefaults("", 0)
+	require.Equal(t, spec.DefaultPriority, priority)
+	require.Equal(t, spec.DefaultStepTimeout, timeout)
+	priority, timeout = spec.CommandDefaults("high", 90*time.Second)
+	require.Equal(t, "high", priority)
+	require.Equal(t, 90*time.Second, timeout)
+
+	d := spec.Deployment{Steps: []spec.Step{{Name: "a"}, {Name: "b", Timeout: "5m"}}}.WithDefaults()
+	require.Equal(t, spec.DefaultPriority, d.Priority)
+	require.Equal(t, spec.DefaultStepTimeout, d.Steps[0].TimeoutDuration())
+	require.Equal(t, "10m0s", d.Steps[0].Timeout)
+	require.Equal(t, "5m", d.Steps[1].Timeout)
 }
