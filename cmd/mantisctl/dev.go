@@ -37,19 +37,31 @@ func devLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-func allServers(dir string) devstack.Options {
-	return devstack.Options{Dir: dir, Postgres: true, RabbitMQ: true, Temporal: true, Logger: devLogger()}
+// allServers selects every server; temporalServer runs the production temporal-server
+// in place of the dev server.
+func allServers(dir string, temporalServer bool) devstack.Options {
+	return devstack.Options{Dir: dir, Postgres: true, RabbitMQ: true, Temporal: true, TemporalServer: temporalServer, Logger: devLogger()}
 }
 
+// temporalServerFlag is the flag that selects the production Temporal server.
+const (
+	temporalServerFlag  = "temporal-server"
+	temporalServerUsage = "run temporal-server " + devstack.TemporalServerVersion +
+		" (PostgreSQL persistence, SQL visibility, its Web UI) instead of the Temporal dev server; installed on first use"
+)
+
 func newDevInstallCommand() *cobra.Command {
-	return &cobra.Command{
+	var temporalServer bool
+	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install what the local stack needs and the machine lacks (temporal CLI, RabbitMQ)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return devstack.Install(cmd.Context(), devLogger(), allServers(""))
+			return devstack.Install(cmd.Context(), devLogger(), allServers("", temporalServer))
 		},
 	}
+	cmd.Flags().BoolVar(&temporalServer, temporalServerFlag, false, "also install "+temporalServerUsage[len("run "):])
+	return cmd
 }
 
 func newDevCertsCommand() *cobra.Command {
@@ -80,7 +92,10 @@ func newDevCertsCommand() *cobra.Command {
 }
 
 func newDevExecCommand() *cobra.Command {
-	var dir string
+	var (
+		dir            string
+		temporalServer bool
+	)
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARGS...]",
 		Short: "Start PostgreSQL, RabbitMQ and Temporal on free ports, run COMMAND with their addresses, then stop them",
@@ -91,7 +106,7 @@ stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			logger := devLogger()
-			opts := allServers(dir)
+			opts := allServers(dir, temporalServer)
 			opts.Ephemeral = true
 			if err := devstack.Install(ctx, logger, opts); err != nil {
 				return err
@@ -102,6 +117,7 @@ stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the
 			}
 			_ = os.RemoveAll(filepath.Join(dir, "rabbitmq"))
 			_ = os.RemoveAll(filepath.Join(dir, "temporal"))
+			_ = os.RemoveAll(filepath.Join(dir, "temporal-server"))
 			start := time.Now()
 			stack, err := devstack.Start(ctx, opts)
 			if err != nil {
@@ -138,5 +154,6 @@ stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".mantis/test", "directory for the servers' data and logs")
+	cmd.Flags().BoolVar(&temporalServer, temporalServerFlag, false, temporalServerUsage)
 	return cmd
 }

@@ -38,7 +38,10 @@ const (
 )
 
 func newDevUpCommand() *cobra.Command {
-	var dir string
+	var (
+		dir            string
+		temporalServer bool
+	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Set up and run the local stack until Ctrl-C: Temporal, PostgreSQL, RabbitMQ (TLS), Mandible, Thorax and two agents",
@@ -50,15 +53,16 @@ gRPC 9090), Thorax (agents port 9190) and two agents registered as targets: agen
 the dev certificates. Writes <dir>/stack.env for scripts; Ctrl-C or SIGTERM stops
 everything.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return devUp(cmd.Context(), dir) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return devUp(cmd.Context(), dir, temporalServer) },
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".mantis", "directory for the stack's data, logs and certificates")
+	cmd.Flags().BoolVar(&temporalServer, temporalServerFlag, false, temporalServerUsage)
 	return cmd
 }
 
-func devUp(ctx context.Context, dir string) error {
+func devUp(ctx context.Context, dir string, temporalServer bool) error {
 	logger := devLogger()
-	opts := allServers(dir)
+	opts := allServers(dir, temporalServer)
 	opts.Ports = devstack.DefaultPorts()
 	opts.UICodecEndpoint = "http://" + devHTTPAddr + httpapi.CodecPrefix
 	if err := devstack.Install(ctx, logger, opts); err != nil {
