@@ -163,7 +163,7 @@ type MaintainDispatchQueueResult struct {
 }
 
 // MaintainDispatchQueue reclaims orphans held in processing past the processing
-// timeout, expires requests 24 h old, and fails deliveries whose command no Thorax
+// timeout, expires requests older than schema.DispatchRequestTTL, and fails deliveries whose command no Thorax
 // claimed within the delivery timeout. Every replica runs it on its tick; it is
 // idempotent.
 func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispatchQueueInput) (MaintainDispatchQueueResult, error) {

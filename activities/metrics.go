@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer, db *pgxpool.Pool) *Metrics {
 			Name: "mantis_dispatch_failures_total", Help: "Requests failed after spending their budget: a first delivery and 10 retries.",
 		}),
 		expiries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mantis_dispatch_expiries_total", Help: "Requests expired 24 h after creation.",
+			Name: "mantis_dispatch_expiries_total", Help: "Requests expired " + schema.DispatchRequestTTLText + " after creation.",
 		}),
 		enqueueDispatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mantis_dispatch_enqueue_to_dispatch_seconds",

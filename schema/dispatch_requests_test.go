@@ -106,7 +106,7 @@ func TestEnqueueIsIdempotentAndSetsExpiry(t *testing.T) {
 
 	var created, expires time.Time
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT created_at, expires_at FROM pending_dispatch_requests WHERE id = $1`, first[0].ID).Scan(&created, &expires))
-	require.Equal(t, 24*time.Hour, expires.Sub(created))
+	require.Equal(t, schema.DispatchRequestTTL, expires.Sub(created))
 }
 
 func TestEnqueueNotifiesListeners(t *testing.T) {

@@ -98,7 +98,7 @@ func newDispatcherOptions(processing time.Duration) dispatcherOptions {
 		// its writes would be refused as stale.
 		deliver: workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, ScheduleToCloseTimeout: processing, RetryPolicy: retry},
 		maintain: workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, RetryPolicy: &maintainRetry,
-			Summary: "reclaim orphans, expire 24h-old requests, requeue undelivered commands"},
+			Summary: "reclaim orphans, expire " + schema.DispatchRequestTTLText + "-old requests, requeue undelivered commands"},
 	}
 }
 

@@ -285,7 +285,7 @@ func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.
 	case schema.OutcomeRetry:
 		return &mantisv1.ScheduleRedispatchResponse{Scheduled: true, NextAttemptAt: timestamppb.New(*res.NextAttemptAt)}, nil
 	case schema.OutcomeExpired:
-		return &mantisv1.ScheduleRedispatchResponse{Refusal: "the dispatch request expired 24h after creation"}, nil
+		return &mantisv1.ScheduleRedispatchResponse{Refusal: "the dispatch request expired " + schema.DispatchRequestTTLText + " after creation"}, nil
 	case schema.OutcomeBudgetSpent:
 		return &mantisv1.ScheduleRedispatchResponse{Refusal: fmt.Sprintf(
 			"the retry budget is spent (this is delivery %d of %d): the command stays queued for polling to claim until delivery_timeout",
