@@ -5,39 +5,21 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
+	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/metricsserver"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main(newRootCommand()) }
 
 func newRootCommand() *cobra.Command {
-	var configPath string
-	load := func() (config.Agent, error) {
-		cfg, err := config.LoadAgent(configPath, os.LookupEnv)
-		if err != nil {
-			return cfg, fmt.Errorf("invalid configuration:\n%w", err)
-		}
-		return cfg, nil
-	}
-	root := &cobra.Command{
+	root, _ := cli.Daemon[config.Agent]{
 		Use:   "agent",
 		Short: "Mantis agent: runs commands on this host for Thorax",
 		Long: `The agent runs commands on its host with a timeout, environment and working
@@ -48,37 +30,18 @@ process groups.
 
 Configuration comes from --config (TOML), then MANTIS_* environment variables
 (MANTIS_<SECTION>_<KEY>, e.g. MANTIS_MODE, MANTIS_THORAX_ADDRESS).`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args:          cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
-			if err != nil {
+		ConfigUsage: "path to the agent configuration (TOML)",
+		Load:        config.LoadAgent,
+		Log:         func(c config.Agent) config.Log { return c.Log },
+		Run: func(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
+			logger.InfoContext(ctx, "agent starting", "config", cfg)
+			if err := run(ctx, cfg, logger); err != nil {
 				return err
 			}
-			logger := slog.New(cfg.Log.Handler(cmd.ErrOrStderr()))
-			logger.InfoContext(cmd.Context(), "agent starting", "config", cfg)
-			if err := run(cmd.Context(), cfg, logger); err != nil {
-				return err
-			}
-			logger.InfoContext(cmd.Context(), "agent stopped")
+			logger.InfoContext(ctx, "agent stopped")
 			return nil
 		},
-	}
-	root.PersistentFlags().StringVar(&configPath, "config", "", "path to the agent configuration (TOML)")
-	root.AddCommand(&cobra.Command{
-		Use:   "check-config",
-		Short: "Load and validate the configuration, print it with secrets redacted, and exit",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), cfg.String())
-			return nil
-		},
-	})
+	}.Command()
 	return root
 }
 

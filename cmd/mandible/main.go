@@ -5,38 +5,20 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "mandible:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main(newRootCommand()) }
 
 func newRootCommand() *cobra.Command {
-	var (
-		configPath string
-		serveOpts  serveOptions
-	)
-	load := func() (config.Mandible, error) {
-		cfg, err := config.LoadMandible(configPath, os.LookupEnv)
-		if err != nil {
-			return cfg, fmt.Errorf("invalid configuration:\n%w", err)
-		}
-		return cfg, nil
-	}
-	root := &cobra.Command{
+	var serveOpts serveOptions
+	logConfig := func(c config.Mandible) config.Log { return c.Log }
+	root, load := cli.Daemon[config.Mandible]{
 		Use:   "mandible",
 		Short: "Mantis control plane: HTTP API, gRPC for Thorax, dispatch workers",
 		Long: `Mandible is the Mantis control plane. Without a subcommand it serves: it applies
@@ -45,46 +27,26 @@ and runs its Temporal worker until SIGINT or SIGTERM.
 
 Configuration comes from --config (TOML), then MANTIS_* environment variables
 (MANTIS_<SECTION>_<KEY>, e.g. MANTIS_DATABASE_URL, MANTIS_QUEUE_CA_CERT_PATH).`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		ConfigUsage: "path to mandible.toml",
+		Load:        config.LoadMandible,
+		Log:         logConfig,
+		Run: func(ctx context.Context, cfg config.Mandible, logger *slog.Logger) error {
+			return serve(ctx, cfg, logger, serveOpts)
+		},
+	}.Command()
+	root.Flags().BoolVar(&serveOpts.pauseAfterClaim, "test-pause-after-claim", false, "test hook: block every claim before delivery")
+	_ = root.Flags().MarkHidden("test-pause-after-claim")
+	root.AddCommand(&cobra.Command{
+		Use:   "migrate",
+		Short: "Apply pending schema migrations and exit",
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := load()
 			if err != nil {
 				return err
 			}
-			return serve(cmd.Context(), cfg, serveOpts)
+			return migrate(cmd.Context(), cfg, slog.New(logConfig(cfg).Handler(cmd.ErrOrStderr())), cmd.OutOrStdout())
 		},
-	}
-	root.PersistentFlags().StringVar(&configPath, "config", "", "path to mandible.toml")
-	root.Flags().BoolVar(&serveOpts.pauseAfterClaim, "test-pause-after-claim", false, "test hook: block every claim before delivery")
-	_ = root.Flags().MarkHidden("test-pause-after-claim")
-	root.AddCommand(
-		&cobra.Command{
-			Use:   "migrate",
-			Short: "Apply pending schema migrations and exit",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				cfg, err := load()
-				if err != nil {
-					return err
-				}
-				return migrate(cmd.Context(), cfg, cmd.OutOrStdout())
-			},
-		},
-		&cobra.Command{
-			Use:   "check-config",
-			Short: "Load and validate the configuration, print it with secrets redacted, and exit",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				cfg, err := load()
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), cfg.String())
-				return nil
-			},
-		},
-	)
+	})
 	return root
 }

@@ -5,39 +5,21 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/metricsserver"
 	"github.com/mantis-deploy/mantis/internal/thorax"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "thorax:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main(newRootCommand()) }
 
 func newRootCommand() *cobra.Command {
-	var configPath string
-	load := func() (config.Thorax, error) {
-		cfg, err := config.LoadThorax(configPath, os.LookupEnv)
-		if err != nil {
-			return cfg, fmt.Errorf("invalid configuration:\n%w", err)
-		}
-		return cfg, nil
-	}
-	root := &cobra.Command{
+	root, _ := cli.Daemon[config.Thorax]{
 		Use:   "thorax",
 		Short: "Mantis execution tier: claims commands from Mandible and hands them to agents",
 		Long: `Thorax registers with Mandible, claims commands over gRPC (on its polling tick),
@@ -50,31 +32,11 @@ what no agent took, waits for running commands (bounded by drain.timeout) and ex
 
 Configuration comes from --config (TOML), then MANTIS_* environment variables
 (MANTIS_<SECTION>_<KEY>, e.g. MANTIS_QUEUE_PREFETCH_COUNT).`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Args:          cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
-			if err != nil {
-				return err
-			}
-			return serve(cmd.Context(), cfg, slog.New(cfg.Log.Handler(cmd.ErrOrStderr())))
-		},
-	}
-	root.PersistentFlags().StringVar(&configPath, "config", "", "path to thorax.toml")
-	root.AddCommand(&cobra.Command{
-		Use:   "check-config",
-		Short: "Load and validate the configuration, print it with secrets redacted, and exit",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := load()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), cfg.String())
-			return nil
-		},
-	})
+		ConfigUsage: "path to thorax.toml",
+		Load:        config.LoadThorax,
+		Log:         func(c config.Thorax) config.Log { return c.Log },
+		Run:         serve,
+	}.Command()
 	return root
 }
 

@@ -1,0 +1,101 @@
+// Package cli is the command-line scaffolding the Mantis daemons (mandible, thorax,
+// agent) share: the root command with its --config flag, loading and validating the
+// configuration, the check-config subcommand, the logger, and running until SIGINT or
+// SIGTERM.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+)
+
+// Config is a daemon's configuration as the scaffolding needs it: printable with
+// its secrets redacted.
+type Config interface {
+	String() string
+}
+
+// Loader loads a daemon's configuration from the TOML file at path (none when empty)
+// and the environment, returning every problem at once.
+type Loader[C Config] func(path string, lookup func(string) (string, bool)) (C, error)
+
+// ConfigInvalid heads the error of a configuration that does not load.
+const ConfigInvalid = "invalid configuration:"
+
+// Daemon describes one daemon's command line.
+type Daemon[C Config] struct {
+	// Use, Short and Long are the root command's name and help.
+	Use, Short, Long string
+	// ConfigUsage is the help of the --config flag.
+	ConfigUsage string
+	// Load loads the configuration.
+	Load Loader[C]
+	// Log picks the logging section out of the configuration.
+	Log func(C) config.Log
+	// Run serves with the loaded configuration until ctx ends.
+	Run func(ctx context.Context, cfg C, logger *slog.Logger) error
+}
+
+// Command builds the daemon's root command, which loads the configuration and runs
+// the daemon, with its check-config subcommand. It returns the loader bound to the
+// --config flag too, for the daemon's own subcommands.
+func (d Daemon[C]) Command() (*cobra.Command, func() (C, error)) {
+	var configPath string
+	load := func() (C, error) {
+		cfg, err := d.Load(configPath, os.LookupEnv)
+		if err != nil {
+			return cfg, fmt.Errorf("%s\n%w", ConfigInvalid, err)
+		}
+		return cfg, nil
+	}
+	root := &cobra.Command{
+		Use:           d.Use,
+		Short:         d.Short,
+		Long:          d.Long,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			return d.Run(cmd.Context(), cfg, slog.New(d.Log(cfg).Handler(cmd.ErrOrStderr())))
+		},
+	}
+	root.PersistentFlags().StringVar(&configPath, "config", "", d.ConfigUsage)
+	root.AddCommand(&cobra.Command{
+		Use:   "check-config",
+		Short: "Load and validate the configuration, print it with secrets redacted, and exit",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), cfg.String())
+			return nil
+		},
+	})
+	return root, load
+}
+
+// Main executes root until SIGINT or SIGTERM ends its context, and exits 1 with the
+// error, prefixed by the daemon's name, when it fails.
+func Main(root *cobra.Command) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, root.Name()+":", err)
+		os.Exit(1)
+	}
+}
