@@ -124,3 +124,27 @@ fmt: ## gofmt the tree.
 .PHONY: clean
 clean: ## Remove binaries (keeps the stack's data in .mantis/).
 	rm -rf $(BIN)
+
+.PHONY: deploy-check deploy-tools
+# The installation artefacts of deploy/ (see deploy/README.md): Dockerfile, Compose,
+# systemd and broker-definition rules (go test ./deploy/...), `docker-compose config`
+# on a prepared copy of deploy/compose, the Helm chart rendered and decoded strictly
+# (its own module, when present), systemd-analyze verify of the units, and the Ansible
+# role applied twice (the second run changes nothing) to a throw-away stack's broker,
+# on which a smoke deployment then runs as the role's users.
+DEPLOY_CHECK_DIR ?= $(STACK_DIR)/deploy-check
+deploy-tools: ## Install what deploy-check needs and the machine lacks (ansible, docker-compose).
+	@missing=""; \
+	command -v ansible-playbook >/dev/null || missing="$$missing ansible"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+deploy-check: build deploy-tools ## Check every installation artefact of deploy/ (one throw-away stack).
+	$(GO) test -count=1 ./deploy/... ./internal/sdnotify/
+	@tmp=$$(mktemp -d) && mkdir -p $$tmp/deploy && cp -r deploy/compose deploy/rabbitmq $$tmp/deploy/ && \
+		MANTISCTL=$(abspath $(BIN))/mantisctl $$tmp/deploy/compose/setup.sh >/dev/null && \
+		(cd $$tmp/deploy/compose && docker-compose -f compose.yaml config -q) && echo "compose config: ok"; \
+		status=$$?; rm -rf $$tmp; exit $$status
+	@if [ -f deploy/helm/test/go.mod ]; then cd deploy/helm/test && $(GO) test -count=1 ./...; fi
+	deploy/check/systemd-verify.sh
+	$(BIN)/mantisctl dev exec --dir $(DEPLOY_CHECK_DIR) -- deploy/check/ansible-broker.sh
