@@ -45,6 +45,33 @@ func fields(v reflect.Value) []field {
 }
 
 func walk(v reflect.Value, prefix []string, out *[]field) {
+	for _, f := range tomlFields(v) {
+		if f.embedded {
+			walk(f.value, prefix, out)
+			continue
+		}
+		path := append(append([]string(nil), prefix...), f.name)
+		if f.sf.Type.Kind() == reflect.Struct && !reflect.PointerTo(f.sf.Type).Implements(textUnmarshaler) {
+			walk(f.value, path, out)
+			continue
+		}
+		*out = append(*out, field{path: path, value: f.value, tag: f.sf.Tag})
+	}
+}
+
+// tomlField is one exported field of a struct as the TOML decoder sees it: its key,
+// or embedded when it is an untagged embedded struct whose fields are flattened.
+type tomlField struct {
+	sf       reflect.StructField
+	name     string
+	value    reflect.Value
+	embedded bool
+}
+
+// tomlFields lists the fields of the struct v the TOML decoder reads, in order,
+// leaving out unexported fields and those tagged toml:"-".
+func tomlFields(v reflect.Value) []tomlField {
+	var out []tomlField
 	t := v.Type()
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -55,21 +82,14 @@ func walk(v reflect.Value, prefix []string, out *[]field) {
 		if name == "-" {
 			continue
 		}
-		fv := v.Field(i)
-		if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
-			walk(fv, prefix, out)
-			continue
+		f := tomlField{sf: sf, name: name, value: v.Field(i)}
+		f.embedded = sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct
+		if f.name == "" {
+			f.name = sf.Name
 		}
-		if name == "" {
-			name = sf.Name
-		}
-		path := append(append([]string(nil), prefix...), name)
-		if sf.Type.Kind() == reflect.Struct && !reflect.PointerTo(sf.Type).Implements(textUnmarshaler) {
-			walk(fv, path, out)
-			continue
-		}
-		*out = append(*out, field{path: path, value: fv, tag: sf.Tag})
+		out = append(out, f)
 	}
+	return out
 }
 
 // decodeFile reads the TOML file at path over cfg (a pointer). A file that
@@ -276,31 +296,16 @@ func logValue(cfg any) slog.Value {
 
 func attrs(v reflect.Value) []slog.Attr {
 	var out []slog.Attr
-	t := v.Type()
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(sf.Tag.Get("toml"), ",")
-		if name == "-" {
-			continue
-		}
-		fv := v.Field(i)
-		if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
-			out = append(out, attrs(fv)...)
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
+	for _, f := range tomlFields(v) {
 		switch {
-		case sf.Type == durationType:
-			out = append(out, slog.String(name, fv.Interface().(Duration).String()))
-		case sf.Type.Kind() == reflect.Struct:
-			out = append(out, slog.Attr{Key: name, Value: slog.GroupValue(attrs(fv)...)})
+		case f.embedded:
+			out = append(out, attrs(f.value)...)
+		case f.sf.Type == durationType:
+			out = append(out, slog.String(f.name, f.value.Interface().(Duration).String()))
+		case f.sf.Type.Kind() == reflect.Struct:
+			out = append(out, slog.Attr{Key: f.name, Value: slog.GroupValue(attrs(f.value)...)})
 		default:
-			out = append(out, slog.Any(name, fv.Interface()))
+			out = append(out, slog.Any(f.name, f.value.Interface()))
 		}
 	}
 	return out
