@@ -39,7 +39,7 @@ var (
 // Listen makes conn, which must stay out of any pool's rotation while it listens,
 // wait for notifications of ch.
 func Listen(ctx context.Context, conn DB, ch Channel) error {
-	stmt := strings.Replace(listenSQL, "{channel}", pgx.Identifier{string(ch)}.Sanitize(), 1)
+	stmt := strings.ReplaceAll(listenSQL, "{channel}", pgx.Identifier{string(ch)}.Sanitize())
 	if _, err := conn.Exec(ctx, stmt); err != nil {
 		return fmt.Errorf("listening on %s: %w", ch, err)
 	}

@@ -55,14 +55,13 @@ func TestEnqueueNotifiesListeners(t *testing.T) {
 	conn, err := b.pool.Acquire(b.ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	_, err = conn.Exec(b.ctx, "LISTEN mantis_dispatch_requests")
-	require.NoError(t, err)
+	require.NoError(t, schema.Listen(b.ctx, conn, schema.DispatchRequestsChannel))
 	b.enqueue(t, req("k1", "web-1", "normal"), req("k2", "web-1", "normal"))
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
 	n, err := conn.Conn().WaitForNotification(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "mantis_dispatch_requests", n.Channel)
+	require.Equal(t, string(schema.DispatchRequestsChannel), n.Channel)
 }
 
 func TestInputErrorIsTyped(t *testing.T) {
