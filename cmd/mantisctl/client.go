@@ -3,15 +3,12 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
@@ -19,31 +16,24 @@ import (
 
 // clientFlags are the global flags of the API commands.
 type clientFlags struct {
-	server     string
-	token      string
-	tokenFile  string
-	configPath string
-	output     string
-}
-
-// clientFile is mantisctl's optional config file.
-type clientFile struct {
-	Server string `toml:"server"`
-	// TokenFile names a file holding the token (the preferred way).
-	TokenFile string `toml:"token_file"`
-	// Token is the token itself; keep the config file private (0600) if set.
-	Token string `toml:"token"`
-	// CACert is the CA that signs Mandible's HTTPS certificate.
-	CACert string `toml:"ca_cert"`
+	server      string
+	token       string
+	tokenFile   string
+	configPath  string
+	contextName string
+	output      string
+	// format is output, checked before any command runs.
+	format outputFormat
 }
 
 const defaultServer = "http://127.0.0.1:8080"
 
 // Environment variables mantisctl reads.
 const (
-	envServer = "MANTIS_API_URL"
-	envToken  = "MANTIS_API_TOKEN"
-	envCACert = "MANTIS_CA_CERT"
+	envServer  = "MANTIS_API_URL"
+	envToken   = "MANTIS_API_TOKEN"
+	envCACert  = "MANTIS_CA_CERT"
+	envContext = "MANTIS_CONTEXT"
 )
 
 func defaultClientConfig() string {
@@ -60,31 +50,55 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	p.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (or env "+envToken+", or token_file in the client config)")
 	p.StringVar(&f.token, "token", "", "API token on the command line")
 	_ = p.MarkDeprecated("token", "the command line is visible to other users of this host; use --token-file or "+envToken)
-	p.StringVar(&f.configPath, "client-config", defaultClientConfig(), "config file with server, token_file and ca_cert keys")
-	p.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	p.StringVar(&f.configPath, "client-config", defaultClientConfig(), "config file with server, token_file and ca_cert keys, or contexts of them")
+	p.StringVar(&f.contextName, "context", "", "the context of the client config to use (env "+envContext+"; default its current-context)")
+	p.StringVarP(&f.output, "output", "o", string(outputText), outputHelp)
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		names := make([]string, len(outputFormats))
+		for i, o := range outputFormats {
+			names[i] = string(o)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc("context", completeContexts(f))
 }
 
-// client resolves server, token and CA: flag, then environment, then config file.
+// validate checks the global flags before any command runs.
+func (f *clientFlags) validate() error {
+	format, err := parseOutputFormat(f.output)
+	f.format = format
+	return err
+}
+
+// settings resolves server, token and CA: flag, then environment, then the selected
+// context of the config file (or its top-level keys when it selects none), then the
+// default server.
+func (f *clientFlags) settings() (clientSettings, error) {
+	file, err := loadClientFile(f.configPath)
+	if err != nil {
+		return clientSettings{}, err
+	}
+	fromFile, err := file.selected(first(f.contextName, os.Getenv(envContext)), f.configPath)
+	if err != nil {
+		return clientSettings{}, err
+	}
+	s := clientSettings{
+		Server: first(f.server, os.Getenv(envServer), fromFile.Server, defaultServer),
+		CACert: first(os.Getenv(envCACert), fromFile.CACert),
+	}
+	s.Token, err = f.resolveToken(fromFile)
+	return s, err
+}
+
+// client is the API client of the resolved settings.
 func (f *clientFlags) client() (*apiclient.Client, error) {
-	if f.output != "text" && f.output != "json" {
-		return nil, fmt.Errorf("--output: must be text or json, got %q", f.output)
-	}
-	var file clientFile
-	if f.configPath != "" {
-		if _, err := os.Stat(f.configPath); err == nil {
-			if _, err := toml.DecodeFile(f.configPath, &file); err != nil {
-				return nil, fmt.Errorf("reading %s: %w", f.configPath, err)
-			}
-		}
-	}
-	server := first(f.server, os.Getenv(envServer), file.Server, defaultServer)
-	token, err := f.resolveToken(file)
+	s, err := f.settings()
 	if err != nil {
 		return nil, err
 	}
-	c := apiclient.New(server, token)
-	if ca := first(os.Getenv(envCACert), file.CACert); ca != "" && strings.HasPrefix(server, "https://") {
-		if err := trustCA(c, ca); err != nil {
+	c := apiclient.New(s.Server, s.Token)
+	if s.CACert != "" && strings.HasPrefix(s.Server, "https://") {
+		if err := trustCA(c, s.CACert); err != nil {
 			return nil, err
 		}
 	}
@@ -93,7 +107,7 @@ func (f *clientFlags) client() (*apiclient.Client, error) {
 
 // resolveToken takes the token from --token-file, the deprecated --token, the
 // environment, then the config file's token_file or token.
-func (f *clientFlags) resolveToken(file clientFile) (string, error) {
+func (f *clientFlags) resolveToken(file clientSettings) (string, error) {
 	if path := f.tokenFile; path != "" {
 		return readTokenFile("--token-file", path)
 	}
@@ -106,17 +120,17 @@ func (f *clientFlags) resolveToken(file clientFile) (string, error) {
 	if file.Token != "" {
 		return file.Token, nil
 	}
-	return "", fmt.Errorf("no API token: pass --token-file, set %s (source .mantis/stack.env for the local stack) or put token_file in %s", envToken, f.configPath)
+	return "", invalidInput(fmt.Errorf("no API token: pass --token-file, set %s (source .mantis/stack.env for the local stack) or put token_file in %s", envToken, f.configPath))
 }
 
 func readTokenFile(what, path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("%s: reading the token: %w", what, err)
+		return "", invalidInput(fmt.Errorf("%s: reading the token: %w", what, err))
 	}
 	t := strings.TrimSpace(string(b))
 	if t == "" {
-		return "", fmt.Errorf("%s: %s is empty", what, path)
+		return "", invalidInput(fmt.Errorf("%s: %s is empty", what, path))
 	}
 	return t, nil
 }
@@ -125,11 +139,11 @@ func readTokenFile(what, path string) (string, error) {
 func trustCA(c *apiclient.Client, path string) error {
 	pem, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading the API's CA: %w", err)
+		return invalidInput(fmt.Errorf("reading the API's CA: %w", err))
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(pem) {
-		return fmt.Errorf("reading the API's CA: no certificate in %s", path)
+		return invalidInput(fmt.Errorf("reading the API's CA: no certificate in %s", path))
 	}
 	c.HTTP.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
 	return nil
@@ -142,11 +156,4 @@ func first(vs ...string) string {
 		}
 	}
 	return ""
-}
-
-// printJSON writes v indented.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ func newDeployCommand(f *clientFlags) *cobra.Command {
 	var (
 		file  string
 		watch bool
+		wait  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy -f SPEC",
@@ -35,30 +37,31 @@ func newDeployCommand(f *clientFlags) *cobra.Command {
 				body, err = os.ReadFile(file)
 			}
 			if err != nil {
-				return fmt.Errorf("reading spec: %w", err)
+				return invalidInput(fmt.Errorf("reading spec: %w", err))
 			}
 			// Check locally first: every problem at once, without a round trip.
 			if _, err := spec.Parse(body); err != nil {
-				return err
+				return invalidInput(err)
 			}
 			created, err := c.CreateDeployment(cmd.Context(), body)
 			if err != nil {
 				return err
 			}
-			return afterCreate(cmd, f, c, created, watch)
+			return afterCreate(cmd, f, c, created, watch, wait)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "the spec file (YAML or JSON); - for stdin")
 	_ = cmd.MarkFlagRequired("file")
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "follow the deployment until it ends")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "follow the deployment until it ends (exit codes as watch's)")
+	cmd.Flags().DurationVar(&wait, "watch-timeout", 0, "with --watch: give up waiting after this long and exit 6 (0: no limit)")
 	return cmd
 }
 
-func afterCreate(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, created api.CreatedDeployment, watch bool) error {
+func afterCreate(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, created api.CreatedDeployment, watch bool, wait time.Duration) error {
 	out := cmd.OutOrStdout()
 	if !watch {
-		if f.output == "json" {
-			return printJSON(out, created)
+		if f.format.structured() {
+			return printData(out, f.format, created)
 		}
 		verb := "created"
 		if !created.Created {
@@ -70,5 +73,5 @@ func afterCreate(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, create
 		}
 		return nil
 	}
-	return watchDeployment(cmd.Context(), out, c, created.ID.String(), f.output == "json")
+	return watchDeployment(cmd.Context(), out, c, created.ID.String(), watchOptions{format: f.format, timeout: wait})
 }

@@ -57,8 +57,8 @@ func newDLQListCommand(f *clientFlags) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if f.output == "json" {
-				return printJSON(out, listing)
+			if f.format.structured() {
+				return printData(out, f.format, listing)
 			}
 			fmt.Fprintf(out, "%s holds %d message(s); showing %d.\n", listing.Queue, listing.Depth, len(listing.Messages))
 			if len(listing.Messages) == 0 {
@@ -125,10 +125,10 @@ x-death count reaches its max_retries goes straight back to the DLQ unprocessed.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if body.To != "high" && body.To != "normal" && body.To != "low" {
-				return fmt.Errorf("--to: must be high, normal or low, got %q", body.To)
+				return invalidInput(fmt.Errorf("--to: must be high, normal or low, got %q", body.To))
 			}
 			if body.Limit < 0 {
-				return fmt.Errorf("--limit: must not be negative, got %d", body.Limit)
+				return invalidInput(fmt.Errorf("--limit: must not be negative, got %d", body.Limit))
 			}
 			c, err := f.client()
 			if err != nil {
@@ -138,8 +138,8 @@ x-death count reaches its max_retries goes straight back to the DLQ unprocessed.
 			if err := c.Do(cmd.Context(), http.MethodPost, "/api/v1/dlq/requeue", body, &res); err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return printJSON(cmd.OutOrStdout(), res)
+			if f.format.structured() {
+				return printData(cmd.OutOrStdout(), f.format, res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "requeued %d message(s) from %s to %s\n", res.Requeued, broker.DeadLetterQ, res.Queue)
 			return nil
@@ -183,8 +183,8 @@ func newDLQPurgeCommand(f *clientFlags) *cobra.Command {
 			if err := c.Do(cmd.Context(), http.MethodPost, "/api/v1/dlq/purge", api.DLQPurgeBody{Confirm: true}, &res); err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return printJSON(cmd.OutOrStdout(), res)
+			if f.format.structured() {
+				return printData(cmd.OutOrStdout(), f.format, res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "purged %d message(s) from %s\n", res.Purged, broker.DeadLetterQ)
 			return nil

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/api"
@@ -85,10 +84,7 @@ func startDLQAPI(t *testing.T) (*dlqAPI, string) {
 // from in.
 func runDLQ(t *testing.T, url, in string, args ...string) (string, error) {
 	t.Helper()
-	root := &cobra.Command{Use: "mantisctl", SilenceUsage: true, SilenceErrors: true}
-	var flags clientFlags
-	flags.register(root)
-	root.AddCommand(newDLQCommand(&flags))
+	root := newRootCommand()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

@@ -13,9 +13,10 @@ import (
 
 func newGetCommand(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "get ID",
-		Short: "Show a deployment: steps and per-target results with exit code, output tail and analysis",
-		Args:  cobra.ExactArgs(1),
+		Use:               "get ID",
+		Short:             "Show a deployment: steps and per-target results with exit code, output tail and analysis",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeDeploymentIDs(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
 			if err != nil {
@@ -25,8 +26,8 @@ func newGetCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return printJSON(cmd.OutOrStdout(), d)
+			if f.format.structured() {
+				return printData(cmd.OutOrStdout(), f.format, d)
 			}
 			printDeploymentSummary(cmd.OutOrStdout(), d)
 			return nil

@@ -2,17 +2,27 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mantis-deploy/mantis/internal/api"
 )
+
+// deploymentsPath is the API's list of deployments.
+const deploymentsPath = "/api/v1/deployments"
 
 func newListCommand(f *clientFlags) *cobra.Command {
 	var (
 		statuses []string
 		name     string
 		limit    int
+		all      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -23,23 +33,51 @@ func newListCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ds, err := c.ListDeployments(cmd.Context(), statuses, name, limit)
-			if err != nil {
+			out := cmd.OutOrStdout()
+			if !all {
+				ds, err := c.ListDeployments(cmd.Context(), statuses, name, limit)
+				if err != nil {
+					return err
+				}
+				return printDeployments(out, f.format, ds)
+			}
+			q := url.Values{}
+			if len(statuses) > 0 {
+				q.Set("status", strings.Join(statuses, ","))
+			}
+			if name != "" {
+				q.Set("name", name)
+			}
+			q.Set("limit", strconv.Itoa(limit))
+			var ds []api.Deployment
+			err = followPages(cmd.Context(), c, deploymentsPath+"?"+q.Encode(),
+				func(p api.DeploymentList) ([]api.Deployment, string) { return p.Deployments, p.Next },
+				collectOrStream(f, out, &ds))
+			if err != nil || f.format == outputJSONL {
 				return err
 			}
-			if f.output == "json" {
-				return printJSON(cmd.OutOrStdout(), ds)
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tNAME\tPRIORITY\tSTATUS\tCREATED")
-			for _, d := range ds {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Priority, d.Status, d.CreatedAt.Local().Format(time.DateTime))
-			}
-			return w.Flush()
+			return printDeployments(out, f.format, ds)
 		},
 	}
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only these states: pending,running,succeeded,failed,cancelled")
 	cmd.Flags().StringVar(&name, "name", "", "only deployments of this name")
-	cmd.Flags().IntVar(&limit, "limit", 50, "most deployments to show (1-500)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "most deployments to show (1-500); with --all, the size of each page")
+	cmd.Flags().BoolVar(&all, "all", false, "show every deployment, following the API's next-page links")
 	return cmd
+}
+
+// printDeployments prints ds as a table, or as data in format.
+func printDeployments(out io.Writer, format outputFormat, ds []api.Deployment) error {
+	if format.structured() {
+		if ds == nil {
+			ds = []api.Deployment{}
+		}
+		return printData(out, format, ds)
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tNAME\tPRIORITY\tSTATUS\tCREATED")
+	for _, d := range ds {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Priority, d.Status, d.CreatedAt.Local().Format(time.DateTime))
+	}
+	return w.Flush()
 }

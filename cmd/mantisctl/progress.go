@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -18,33 +20,55 @@ type stepProgress struct {
 	total, queued, running, succeeded, failed int
 }
 
-func (p stepProgress) line(width int) string {
+// line renders the step with a bar of barWidth characters.
+func (p stepProgress) line(barWidth int) string {
 	done := p.succeeded + p.failed
 	bar := ""
 	if p.total > 0 {
-		ok := p.succeeded * width / p.total
-		bad := p.failed * width / p.total
-		run := p.running * width / p.total
+		ok := p.succeeded * barWidth / p.total
+		bad := p.failed * barWidth / p.total
+		run := p.running * barWidth / p.total
 		bar = strings.Repeat("#", ok) + strings.Repeat("x", bad) + strings.Repeat(">", run)
-		bar += strings.Repeat(".", max(width-len(bar), 0))
+		bar += strings.Repeat(".", max(barWidth-len(bar), 0))
 	}
-	return fmt.Sprintf("%-20s [%s] %d/%d done  %d failed  %d running  %s", p.name, bar, done, p.total, p.failed, p.running, p.status)
+	return fmt.Sprintf("%-20s [%s] %d/%d done  %d failed  %d running  %s",
+		safetext.Terminal(p.name), bar, done, p.total, p.failed, p.running, p.status)
+}
+
+// Bounds of a step's progress bar, in characters: the widest, on a pipe or a wide
+// terminal, and the narrowest before the line is cut instead.
+const (
+	progressBarWidth    = 30
+	minProgressBarWidth = 10
+)
+
+// fitLine renders the step to fit a terminal of width columns: the bar shrinks
+// first, then the line is cut with an ellipsis.
+func (p stepProgress) fitLine(width int) string {
+	rest := utf8.RuneCountInString(p.line(0))
+	bar := min(max(width-1-rest, minProgressBarWidth), progressBarWidth)
+	return fitWidth(p.line(bar), width)
 }
 
 // watch is the progress of one watched deployment, drawn as one line per step. On a
 // terminal the step lines are redrawn in place; elsewhere (a pipe, a log) a step's
 // line is printed again whenever it changes.
 type watch struct {
-	out       io.Writer
-	asJSON    bool
-	tty       bool
+	out    io.Writer
+	format outputFormat
+	tty    bool
+	// width is the terminal's width in columns, when tty.
+	width     int
 	steps     []*stepProgress
 	lastLines map[int]string
 	drawn     int
 }
 
-func newWatch(out io.Writer, d api.Deployment, asJSON bool) *watch {
-	w := &watch{out: out, asJSON: asJSON, tty: isTerminal(out), lastLines: map[int]string{}}
+func newWatch(out io.Writer, d api.Deployment, format outputFormat) *watch {
+	w := &watch{out: out, format: format, tty: isTerminal(out), lastLines: map[int]string{}}
+	if w.tty {
+		w.width = terminalWidth(out)
+	}
 	w.steps = make([]*stepProgress, len(d.Steps))
 	for i, s := range d.Steps {
 		w.steps[i] = &stepProgress{name: s.Name, status: s.Status, total: len(s.Targets)}
@@ -58,7 +82,7 @@ func (w *watch) render() {
 			fmt.Fprintf(w.out, "\x1b[%dA", w.drawn)
 		}
 		for _, p := range w.steps {
-			fmt.Fprintf(w.out, "\x1b[2K%s\n", p.line(progressBarWidth))
+			fmt.Fprintf(w.out, "\x1b[2K%s\n", p.fitLine(w.width))
 		}
 		w.drawn = len(w.steps)
 		return

@@ -24,7 +24,7 @@ func eventOf(t *testing.T, typ events.Type, data any) apiclient.Event {
 func TestWatchCountsTypedEvents(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	w := newWatch(&out, api.Deployment{}, false)
+	w := newWatch(&out, api.Deployment{}, outputText)
 	pos := 0
 	for _, ev := range []apiclient.Event{
 		eventOf(t, events.StepStarted, events.StepStartedData{Step: "install", StepPosition: 0, Targets: 2}),

@@ -26,17 +26,17 @@ func newTargetsCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printTargets(cmd.OutOrStdout(), ts, f.output == "json")
+			return printTargets(cmd.OutOrStdout(), ts, f.format)
 		},
 	}
 	cmd.AddCommand(newTargetRegisterCommand(f), newTargetDeregisterCommand(f))
 	return cmd
 }
 
-// printTargets prints ts as a table, or as JSON.
-func printTargets(out io.Writer, ts []api.Target, asJSON bool) error {
-	if asJSON {
-		return printJSON(out, ts)
+// printTargets prints ts as a table, or as data in format.
+func printTargets(out io.Writer, ts []api.Target, format outputFormat) error {
+	if format.structured() {
+		return printData(out, format, ts)
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tMODE\tADDRESS\tTHORAX INSTANCE\tLABELS")
@@ -73,8 +73,8 @@ func newTargetRegisterCommand(f *clientFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.output == "json" {
-				return printJSON(cmd.OutOrStdout(), t)
+			if f.format.structured() {
+				return printData(cmd.OutOrStdout(), f.format, t)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "registered %s (%s)\n", t.Name, t.Mode)
 			return nil
@@ -88,9 +88,10 @@ func newTargetRegisterCommand(f *clientFlags) *cobra.Command {
 
 func newTargetDeregisterCommand(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "deregister NAME",
-		Short: "Deregister a target",
-		Args:  cobra.ExactArgs(1),
+		Use:               "deregister NAME",
+		Short:             "Deregister a target",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeFirstTargetName(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
 			if err != nil {

@@ -26,7 +26,7 @@ func newTokenCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s := apitoken.Scope(scope)
 			if !s.Valid() {
-				return fmt.Errorf("--scope: must be read, deploy or admin, got %q", scope)
+				return invalidInput(fmt.Errorf("--scope: must be read, deploy or admin, got %q", scope))
 			}
 			secret, err := apitoken.NewSecret()
 			if err != nil {
@@ -50,7 +50,7 @@ func newTokenCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s := apitoken.Scope(scope)
 			if !s.Valid() {
-				return fmt.Errorf("--scope: must be read, deploy or admin, got %q", scope)
+				return invalidInput(fmt.Errorf("--scope: must be read, deploy or admin, got %q", scope))
 			}
 			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 			secret := strings.TrimSpace(line)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,81 +26,142 @@ const (
 // not a step of a real spec.
 const maxWatchedSteps = 1000
 
-// progressBarWidth is how many characters a step's bar takes.
-const progressBarWidth = 30
+// summaryLineType is the type of the last line of `watch -o jsonl`: its data is the
+// deployment as it ended.
+const summaryLineType = "summary"
+
+// eventLine is one line of `watch -o jsonl`: an event of the deployment's stream as
+// it arrived, or the final summary.
+type eventLine struct {
+	ID   string          `json:"id,omitempty"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// watchOptions says how to follow a deployment.
+type watchOptions struct {
+	format outputFormat
+	// timeout bounds the wait for the deployment to end; zero waits as long as it takes.
+	timeout time.Duration
+}
 
 func newWatchCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var timeout time.Duration
+	cmd := &cobra.Command{
 		Use:   "watch ID",
 		Short: "Follow a deployment live: one line per step with its progress; exits 0 only on success",
-		Args:  cobra.ExactArgs(1),
+		Long: `watch follows a deployment until it ends, then prints its summary. It exits 0 when the
+deployment succeeded, 1 when it failed, 3 when it was cancelled and 6 when --timeout
+passed first. -o json and -o yaml print the deployment as it ended; -o jsonl prints
+each event as it arrives, one JSON object per line, then a line of type "summary"
+whose data is the deployment as it ended.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeDeploymentIDs(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.client()
 			if err != nil {
 				return err
 			}
-			return watchDeployment(cmd.Context(), cmd.OutOrStdout(), c, args[0], f.output == "json")
+			return watchDeployment(cmd.Context(), cmd.OutOrStdout(), c, args[0], watchOptions{format: f.format, timeout: timeout})
 		},
 	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long and exit 6 (0: no limit)")
+	return cmd
 }
 
-// errDeploymentNotSucceeded makes watch exit non-zero without printing more.
-var errDeploymentNotSucceeded = errors.New("deployment did not succeed")
+// watchDeployment follows a deployment's events until it ends, then prints it. It
+// fails with errDeploymentFailed or errDeploymentCancelled unless the deployment
+// succeeded, and with errWatchTimedOut when opts.timeout passed first.
+func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id string, opts watchOptions) error {
+	if opts.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.timeout, errWatchTimedOut)
+		defer cancel()
+	}
+	err := followDeployment(ctx, out, c, id, opts.format)
+	if err != nil && errors.Is(context.Cause(ctx), errWatchTimedOut) {
+		return fmt.Errorf("watching deployment %s for %s: %w", id, opts.timeout, errWatchTimedOut)
+	}
+	return err
+}
 
-// watchDeployment follows a deployment's events until it ends, drawing one line per
-// step, then prints its summary; it fails with errDeploymentNotSucceeded unless the
-// deployment succeeded.
-func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id string, asJSON bool) error {
+func followDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id string, format outputFormat) error {
 	d, links, err := c.Deployment(ctx, id)
 	if err != nil {
 		return err
 	}
-	w := newWatch(out, d, asJSON)
-	if !asJSON {
+	w := newWatch(out, d, format)
+	if format == outputText {
 		fmt.Fprintf(out, "deployment %s (%s)\n", d.Name, d.ID)
 		if u := links[api.LinkTemporal]; u != "" {
 			fmt.Fprintf(out, "temporal: %s\n", u)
 		}
 	}
-	final := ""
-	if terminal(d.Status) {
-		final = d.Status
-	} else if final, err = w.follow(ctx, c, id); err != nil {
-		return err
+	final := d.Status
+	if !terminal(final) {
+		if final, err = w.follow(ctx, c, id); err != nil {
+			return err
+		}
 	}
 	if d, err = deploymentWithAnalyses(ctx, c, id); err != nil {
 		return err
 	}
-	if asJSON {
-		if err := printJSON(out, d); err != nil {
-			return err
-		}
-	} else {
+	if err := printFinal(out, format, d); err != nil {
+		return err
+	}
+	return outcome(final, d.Status)
+}
+
+// printFinal prints the deployment as it ended in format.
+func printFinal(out io.Writer, format outputFormat, d api.Deployment) error {
+	switch format {
+	case outputText:
 		printDeploymentSummary(out, d)
+		return nil
+	case outputJSONL:
+		data, err := json.Marshal(d)
+		if err != nil {
+			return fmt.Errorf("encoding the summary: %w", err)
+		}
+		return json.NewEncoder(out).Encode(eventLine{Type: summaryLineType, Data: data})
 	}
-	if final != schema.DeploymentSucceeded && d.Status != schema.DeploymentSucceeded {
-		return errDeploymentNotSucceeded
+	return printData(out, format, d)
+}
+
+// outcome is the error a watch ends with: none when the deployment succeeded.
+func outcome(final, status string) error {
+	switch {
+	case final == schema.DeploymentSucceeded || status == schema.DeploymentSucceeded:
+		return nil
+	case final == schema.DeploymentCancelled || status == schema.DeploymentCancelled:
+		return errDeploymentCancelled
 	}
-	return nil
+	return errDeploymentFailed
 }
 
 // follow streams the deployment's events until one ends it, and returns its final
 // state. A server without event streams is followed by polling.
 func (w *watch) follow(ctx context.Context, c *apiclient.Client, id string) (string, error) {
 	final := ""
+	var writeErr error
 	err := c.StreamEvents(ctx, "/sse/deployments/"+id, func(ev apiclient.Event) bool {
-		if w.asJSON {
-			fmt.Fprintf(w.out, `{"id":%q,"type":%q,"data":%s}`+"\n", ev.ID, ev.Type, ev.Data)
+		if w.format == outputJSONL {
+			if writeErr = json.NewEncoder(w.out).Encode(eventLine{ID: ev.ID, Type: string(ev.Type), Data: ev.Data}); writeErr != nil {
+				return false
+			}
 		}
 		if status, ended := w.apply(ev); ended {
 			final = status
 			return false
 		}
-		if !w.asJSON {
+		if w.format == outputText {
 			w.render()
 		}
 		return true
 	})
+	if writeErr != nil {
+		return "", fmt.Errorf("writing an event: %w", writeErr)
+	}
 	if err == nil {
 		return final, nil
 	}
@@ -131,16 +191,6 @@ func deploymentWithAnalyses(ctx context.Context, c *apiclient.Client, id string)
 		}
 	}
 	return d, nil
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // analysesPending reports whether a failed target with a command still waits for its
