@@ -27,29 +27,48 @@ func New(baseURL, token string) *Client {
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
 }
 
-// Error is an error answer of the API.
+// Error is an error answer of the API. Status and Code are stable for callers that
+// map answers to outcomes (exit codes, retries): Status is the HTTP status and Code
+// the problem's code (api.CodeNotFound, ...), empty when the answer was not a
+// problem detail (a proxy's error page, say). Problem is the whole answer.
 type Error struct {
-	Status int
-	Body   api.ErrorBody
+	Status  int
+	Code    api.ErrorCode
+	Problem api.Problem
+	// Body is the answer in its shape before problem details.
+	//
+	// Deprecated: read Code and Problem.
+	Body api.ErrorBody
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (HTTP %d)", e.Body.Error.Message, e.Status)
-	for _, f := range e.Body.Error.Fields {
+	fmt.Fprintf(&b, "%s (HTTP %d)", e.Problem.Detail, e.Status)
+	for _, f := range e.Problem.Fields {
 		fmt.Fprintf(&b, "\n  %s: %s", f.Field, f.Problem)
 	}
 	return b.String()
 }
 
-// errorOf reads the error answer resp, of at most limit bytes; an answer that is not
-// an api.ErrorBody becomes the message as it is.
+// errorOf reads the error answer resp, of at most limit bytes: an
+// application/problem+json api.Problem, or an answer in the older {"error": ...}
+// shape; anything else becomes the detail as it is.
 func errorOf(resp *http.Response, limit int64) *Error {
 	apiErr := &Error{Status: resp.StatusCode}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
-	if json.Unmarshal(raw, &apiErr.Body) != nil || apiErr.Body.Error.Message == "" {
-		apiErr.Body.Error.Message = strings.TrimSpace(string(raw))
+	var p api.Problem
+	if json.Unmarshal(raw, &p) != nil {
+		p = api.Problem{}
 	}
+	if p.Code == "" { // an answer of a Mandible that predates problem details
+		p.Code, p.Detail, p.Fields = p.Error.Code, p.Error.Message, p.Error.Fields
+	}
+	if p.Detail == "" {
+		p.Detail = strings.TrimSpace(string(raw))
+	}
+	p.Status = resp.StatusCode
+	apiErr.Code, apiErr.Problem = p.Code, p
+	apiErr.Body = api.ErrorBody{Error: api.ErrorDetail{Code: p.Code, Message: p.Detail, Fields: p.Fields}}
 	return apiErr
 }
 

@@ -78,7 +78,7 @@ func (g *gate) authenticate(h http.Handler) http.Handler {
 		g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedUnauthenticated,
 			"method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr, "bearer_present", ok)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mantis"`)
-		api.WriteError(w, http.StatusUnauthorized, api.CodeUnauthenticated, "missing or unknown bearer token")
+		api.WriteError(w, r, http.StatusUnauthorized, api.CodeUnauthenticated, "missing or unknown bearer token")
 	})
 }
 
@@ -91,7 +91,7 @@ func (g *gate) needs(need apitoken.Scope, h http.Handler) http.Handler {
 			g.refusals.WithLabelValues(refusedForbidden).Inc()
 			g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedForbidden,
 				"method", r.Method, "path", r.URL.Path, "actor", t.Name, "scope_held", t.Scope, "scope_needed", need)
-			api.WriteError(w, http.StatusForbidden, api.CodeForbidden,
+			api.WriteError(w, r, http.StatusForbidden, api.CodeForbidden,
 				fmt.Sprintf("%s %s needs scope %s; token %q holds scope %s", r.Method, r.URL.Path, need, t.Name, t.Scope))
 			return
 		}

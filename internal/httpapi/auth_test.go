@@ -70,7 +70,7 @@ func (b scopedBundle) call(t *testing.T, secret, method, path, body string) (int
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var out map[string]any
-	if resp.StatusCode != http.StatusNoContent && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	if resp.StatusCode != http.StatusNoContent && isJSON(resp.Header.Get("Content-Type")) {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
 	}
 	return resp.StatusCode, out
@@ -205,3 +205,8 @@ func refusalCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 }
 
 func converterValue(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// isJSON reports whether contentType is JSON: an answer or a problem detail.
+func isJSON(contentType string) bool {
+	return strings.HasPrefix(contentType, "application/json") || strings.HasPrefix(contentType, api.ProblemContentType)
+}

@@ -65,7 +65,7 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 	mux.HandleFunc(CodecPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		if !corsAllowed(w, r, origin) {
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "origin", "origin", r.Header.Get("Origin"))
-			api.WriteError(w, http.StatusForbidden, api.CodeForbidden, "origin not allowed")
+			api.WriteError(w, r, http.StatusForbidden, api.CodeForbidden, "origin not allowed")
 			return
 		}
 		if r.Method == http.MethodOptions {
@@ -73,13 +73,13 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			return
 		}
 		if r.Method != http.MethodPost {
-			api.WriteError(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the codec endpoint takes POST")
+			api.WriteError(w, r, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the codec endpoint takes POST")
 			return
 		}
 		name, ok := codecCaller(r, opts.Authenticate, sessions)
 		if !ok {
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "unauthenticated")
-			api.WriteError(w, http.StatusUnauthorized, api.CodeUnauthenticated, "a bearer token or a session from "+SignInPath+" is required")
+			api.WriteError(w, r, http.StatusUnauthorized, api.CodeUnauthenticated, "a bearer token or a session from "+SignInPath+" is required")
 			return
 		}
 		opts.Logger.DebugContext(r.Context(), "codec request", "path", r.URL.Path, "token", name)

@@ -61,27 +61,27 @@ func (s *server) readSpec(w http.ResponseWriter, r *http.Request) (spec.Deployme
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
+			api.WriteError(w, r, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
 			return spec.Deployment{}, false
 		}
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidBody, err.Error())
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidBody, err.Error())
 		return spec.Deployment{}, false
 	}
 	d, err := spec.Parse(body)
 	if err != nil {
-		writeSpecError(w, err)
+		writeSpecError(w, r, err)
 		return spec.Deployment{}, false
 	}
 	d = d.WithDefaults()
 	if problems := s.secretProblems(d); len(problems) > 0 {
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidSpec, "invalid deployment spec: env_secret", problems...)
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidSpec, "invalid deployment spec: env_secret", problems...)
 		return spec.Deployment{}, false
 	}
 	// Unknown targets are the caller's mistake: say so now, not in the workflow.
 	if _, err := schema.ResolveTargets(r.Context(), s.db, d.Targets, d.TargetSelector); err != nil {
 		var inputErr *schema.InputError
 		if errors.As(err, &inputErr) {
-			writeInputError(w, inputErr)
+			writeInputError(w, r, inputErr)
 			return spec.Deployment{}, false
 		}
 		writeServerError(w, r, s.logger, err)
@@ -139,15 +139,15 @@ func (s *server) startDeploymentWorkflow(r *http.Request, d spec.Deployment) err
 }
 
 // writeSpecError answers 400 with one field entry per problem of the spec.
-func writeSpecError(w http.ResponseWriter, err error) {
+func writeSpecError(w http.ResponseWriter, r *http.Request, err error) {
 	var errs spec.Errors
 	if errors.As(err, &errs) {
 		fields := make([]api.FieldProblem, len(errs))
 		for i, e := range errs {
 			fields[i] = api.FieldProblem{Field: e.Field, Problem: e.Problem}
 		}
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidSpec, err.Error(), fields...)
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidSpec, err.Error(), fields...)
 		return
 	}
-	api.WriteError(w, http.StatusBadRequest, api.CodeInvalidSpec, err.Error())
+	api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidSpec, err.Error())
 }

@@ -40,12 +40,12 @@ func (s *server) links(id uuid.UUID) api.Links {
 func (s *server) findDeployment(w http.ResponseWriter, r *http.Request) (schema.DeploymentView, bool) {
 	id, err := uuid.Parse(r.PathValue("id"))
 	if err != nil {
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "id must be a UUID", api.FieldProblem{Field: "id", Problem: "must be a UUID"})
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "id must be a UUID", api.FieldProblem{Field: "id", Problem: "must be a UUID"})
 		return schema.DeploymentView{}, false
 	}
 	d, err := schema.GetDeployment(r.Context(), s.db, id)
 	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, "no deployment "+id.String())
+		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, "no deployment "+id.String())
 		return schema.DeploymentView{}, false
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *server) listDeployments(w http.ResponseWriter, r *http.Request) {
 	f.Limit, problems = limitParam(q, problems, maxDeploymentPage)
 	f.Before, problems = uuidParam(q, problems, "before")
 	if len(problems) > 0 {
-		writeInputError(w, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &schema.InputError{Problems: problems})
 		return
 	}
 	ds, err := schema.ListDeployments(r.Context(), s.db, f)
@@ -97,7 +97,7 @@ func (s *server) cancelDeployment(w http.ResponseWriter, r *http.Request) {
 	}
 	id := d.ID
 	if d.Status != schema.DeploymentPending && d.Status != schema.DeploymentRunning {
-		api.WriteError(w, http.StatusConflict, api.CodeAlreadyFinished, "deployment "+id.String()+" already ended "+d.Status)
+		api.WriteError(w, r, http.StatusConflict, api.CodeAlreadyFinished, "deployment "+id.String()+" already ended "+d.Status)
 		return
 	}
 	if err := s.temporal.CancelWorkflow(r.Context(), workflows.DeploymentWorkflowID(id.String()), ""); err != nil {

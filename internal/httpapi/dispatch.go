@@ -25,7 +25,7 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	if len(body.Requests) == 0 {
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "no requests", api.FieldProblem{Field: "requests", Problem: "must hold at least one request"})
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "no requests", api.FieldProblem{Field: "requests", Problem: "must hold at least one request"})
 		return
 	}
 	reqs := make([]schema.NewDispatchRequest, len(body.Requests))
@@ -46,13 +46,13 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: b.IdempotencyKey, Target: b.Target, Command: b.Command, Priority: priority, Timeout: timeout}
 	}
 	if len(problems) > 0 {
-		writeInputError(w, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &schema.InputError{Problems: problems})
 		return
 	}
 	out, err := schema.EnqueueDispatchRequests(r.Context(), s.db, reqs)
 	var inputErr *schema.InputError
 	if errors.As(err, &inputErr) {
-		writeInputError(w, inputErr)
+		writeInputError(w, r, inputErr)
 		return
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 	f.DeploymentID, problems = uuidParam(q, problems, "deployment")
 	f.Before, problems = uuidParam(q, problems, "before")
 	if len(problems) > 0 {
-		writeInputError(w, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &schema.InputError{Problems: problems})
 		return
 	}
 	views, err := schema.ListDispatchRequests(r.Context(), s.db, f, s.heartbeatTimeout)

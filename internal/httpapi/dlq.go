@@ -29,7 +29,7 @@ const (
 func withDLQ(d DLQ, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if d == nil {
-			api.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable,
+			api.WriteError(w, r, http.StatusServiceUnavailable, api.CodeUnavailable,
 				"this Mandible runs without a broker ([queue] enabled = false): there is no dead-letter queue")
 			return
 		}
@@ -40,7 +40,7 @@ func withDLQ(d DLQ, h http.HandlerFunc) http.HandlerFunc {
 // writeBrokerError answers 502 for a broker that failed the operation.
 func (s *server) writeBrokerError(w http.ResponseWriter, r *http.Request, op string, err error) {
 	s.logger.WarnContext(r.Context(), "dlq operation failed", "op", op, "err", err)
-	api.WriteError(w, http.StatusBadGateway, api.CodeBrokerError, fmt.Sprintf("%s: %v", op, err))
+	api.WriteError(w, r, http.StatusBadGateway, api.CodeBrokerError, fmt.Sprintf("%s: %v", op, err))
 }
 
 // listDLQ answers GET /api/v1/dlq?limit=N (default 20, 0-1000): the DLQ's depth
@@ -52,7 +52,7 @@ func (s *server) listDLQ(d DLQ) http.HandlerFunc {
 		if v := r.URL.Query().Get("limit"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 || n > maxDLQList {
-				api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "bad limit",
+				api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "bad limit",
 					api.FieldProblem{Field: "limit", Problem: fmt.Sprintf("must be 0-%d, got %q", maxDLQList, v)})
 				return
 			}
@@ -82,7 +82,7 @@ func (s *server) requeueDLQ(d DLQ) http.HandlerFunc {
 			problems = append(problems, api.FieldProblem{Field: "limit", Problem: fmt.Sprintf("must not be negative, got %d", body.Limit)})
 		}
 		if len(problems) > 0 {
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "invalid requeue request", problems...)
+			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "invalid requeue request", problems...)
 			return
 		}
 		n, err := d.Requeue(r.Context(), body.To, body.Limit)
@@ -105,7 +105,7 @@ func (s *server) purgeDLQ(d DLQ) http.HandlerFunc {
 			return
 		}
 		if !body.Confirm {
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "purging drops every dead-lettered message for good",
+			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "purging drops every dead-lettered message for good",
 				api.FieldProblem{Field: "confirm", Problem: "must be true"})
 			return
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // writeInputError answers 400 with one field entry per problem of err.
-func writeInputError(w http.ResponseWriter, err *schema.InputError) {
+func writeInputError(w http.ResponseWriter, r *http.Request, err *schema.InputError) {
 	fields := make([]api.FieldProblem, 0, len(err.Problems))
 	for _, p := range err.Problems {
 		field, problem, ok := strings.Cut(p, ": ")
@@ -23,13 +23,13 @@ func writeInputError(w http.ResponseWriter, err *schema.InputError) {
 		}
 		fields = append(fields, api.FieldProblem{Field: field, Problem: problem})
 	}
-	api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(), fields...)
+	api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(), fields...)
 }
 
 // writeServerError logs err and answers 500 without leaking it.
 func writeServerError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
 	logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	api.WriteError(w, http.StatusInternalServerError, api.CodeInternal, "internal error; see the server log")
+	api.WriteError(w, r, http.StatusInternalServerError, api.CodeInternal, "internal error; see the server log")
 }
 
 // decodeJSON reads one JSON value of at most limit bytes into v, refusing unknown
@@ -46,24 +46,24 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool
 		)
 		switch {
 		case errors.As(err, &tooBig):
-			api.WriteError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", limit))
+			api.WriteError(w, r, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", limit))
 		case errors.As(err, &syntax):
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidJSON, fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, err))
+			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidJSON, fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, err))
 		case errors.As(err, &typeError):
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(),
+			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(),
 				api.FieldProblem{Field: typeError.Field, Problem: fmt.Sprintf("must be %s, got %s", typeError.Type, typeError.Value)})
 		case errors.Is(err, io.EOF):
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidJSON, "request body is empty")
+			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidJSON, "request body is empty")
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(), api.FieldProblem{Field: field, Problem: "unknown field"})
+			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(), api.FieldProblem{Field: field, Problem: "unknown field"})
 		default:
-			api.WriteError(w, http.StatusBadRequest, api.CodeInvalidJSON, err.Error())
+			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidJSON, err.Error())
 		}
 		return false
 	}
 	if dec.More() {
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidJSON, "request body holds more than one JSON value")
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidJSON, "request body holds more than one JSON value")
 		return false
 	}
 	return true

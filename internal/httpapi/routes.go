@@ -100,19 +100,28 @@ func New(opts Options) http.Handler {
 	g := newGate(keys, s.logger, reg)
 	apiMux := http.NewServeMux()
 	s.routeAPI(apiMux, g, opts.DLQ)
-	mux.Handle("/api/", g.authenticate(apiMux))
+	// contract routes follow
+	apiMux.HandleFunc(apiCatchAll, func(w http.ResponseWriter, r *http.Request) {
+		api.WriteNotFoundOrMethod(w, r, apiMux, apiCatchAll)
+	})
+	mux.Handle(apiCatchAll, apiMux)
 	if opts.Events != nil {
 		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, opts.Events)))
 	}
 	return mux
 }
 
-// routeAPI serves /api/v1 on mux, each route behind the scope it needs: reads need
-// read; deployments, their cancel and dispatch requests need deploy; the DLQ and
-// target registration need admin.
+// apiCatchAll is the pattern that answers the API's paths no route serves: 405
+// when the path is routed for another method, 404 otherwise.
+const apiCatchAll = "/api/"
+
+// routeAPI serves /api/v1 on mux, each route behind a bearer token and the scope
+// it needs: reads need read; deployments, their cancel and dispatch requests need
+// deploy; the DLQ and target registration need admin. A wrong method on a routed
+// path is 405 whatever the token (the catch-all), so the token is checked per route.
 func (s *server) routeAPI(mux *http.ServeMux, g *gate, dlq DLQ) {
 	route := func(pattern string, need apitoken.Scope, h http.HandlerFunc) {
-		mux.Handle(pattern, g.needs(need, h))
+		mux.Handle(pattern, g.authenticate(g.needs(need, h)))
 	}
 	route("POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests)
 	route("GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests)
@@ -128,7 +137,4 @@ func (s *server) routeAPI(mux *http.ServeMux, g *gate, dlq DLQ) {
 	}
 	route("GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments)
 	route("GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment)
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
-	})
 }

@@ -16,7 +16,7 @@ func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
 	t, err := schema.RegisterTarget(r.Context(), s.db, schema.NewTarget{Name: body.Name, Mode: body.Mode, Address: body.Address, Labels: body.Labels}, s.heartbeatTimeout)
 	var inputErr *schema.InputError
 	if errors.As(err, &inputErr) {
-		writeInputError(w, inputErr)
+		writeInputError(w, r, inputErr)
 		return
 	}
 	if err != nil {
@@ -44,7 +44,7 @@ func (s *server) deregisterTarget(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := schema.DeregisterTarget(r.Context(), s.db, name)
 	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, "no registered target named "+name)
+		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, "no registered target named "+name)
 		return
 	}
 	if err != nil {

@@ -55,11 +55,15 @@ func NewHandler(b *Broker, opts HandlerOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /sse/deployments/{id}", h.deploymentStream)
 	mux.HandleFunc("GET /sse/events", h.eventStream)
-	mux.HandleFunc("/sse/", func(w http.ResponseWriter, r *http.Request) {
-		api.WriteError(w, http.StatusNotFound, api.CodeNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	mux.HandleFunc(catchAll, func(w http.ResponseWriter, r *http.Request) {
+		api.WriteNotFoundOrMethod(w, r, mux, catchAll)
 	})
 	return mux
 }
+
+// catchAll answers the paths under /sse/ no stream serves: 405 for a stream asked
+// with another method than GET, 404 otherwise.
+const catchAll = "/sse/"
 
 type handler struct {
 	broker *Broker
@@ -75,7 +79,7 @@ func (h *handler) deploymentStream(w http.ResponseWriter, r *http.Request) {
 	f, after, more := parseStreamQuery(r, false)
 	problems = append(problems, more...)
 	if len(problems) > 0 {
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "invalid event stream request", problems...)
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "invalid event stream request", problems...)
 		return
 	}
 	f.deploymentID = &id
@@ -85,7 +89,7 @@ func (h *handler) deploymentStream(w http.ResponseWriter, r *http.Request) {
 func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 	f, after, problems := parseStreamQuery(r, true)
 	if len(problems) > 0 {
-		api.WriteError(w, http.StatusBadRequest, api.CodeInvalidArgument, "invalid event stream request", problems...)
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "invalid event stream request", problems...)
 		return
 	}
 	h.stream(w, r, f, after)
@@ -95,7 +99,7 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 // events until the client leaves, falls too far behind, or the broker stops.
 func (h *handler) stream(w http.ResponseWriter, r *http.Request, f filter, after *int64) {
 	if !h.broker.running() {
-		api.WriteError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the event stream is shutting down")
+		api.WriteError(w, r, http.StatusServiceUnavailable, api.CodeUnavailable, "the event stream is shutting down")
 		return
 	}
 	hdr := w.Header()

@@ -775,7 +775,7 @@ func TestBadParametersAreRejected(t *testing.T) {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 		resp.Body.Close()
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, c.path)
-		require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		require.Equal(t, api.ProblemContentType, resp.Header.Get("Content-Type"))
 		require.Equal(t, api.CodeInvalidArgument, body.Error.Code)
 		var fields []string
 		for _, f := range body.Error.Fields {
