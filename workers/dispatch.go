@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -190,32 +189,6 @@ func listenForRequests(ctx context.Context, opts DispatchOptions) error {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
-	}
-	return nil
-}
-
-// EnsureSearchAttributes registers Mantis's search attributes in the namespace when
-// they are missing.
-func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string, keys []temporal.SearchAttributeKey) error {
-	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
-	if err != nil {
-		return fmt.Errorf("listing search attributes: %w", err)
-	}
-	missing := map[string]enumspb.IndexedValueType{}
-	for _, k := range keys {
-		if _, ok := have.GetCustomAttributes()[k.GetName()]; !ok {
-			missing[k.GetName()] = k.GetValueType()
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: namespace, SearchAttributes: missing,
-	})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("registering search attributes: %w", err)
 	}
 	return nil
 }

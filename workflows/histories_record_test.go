@@ -188,7 +188,7 @@ func startWorkflow(t *testing.T, r recorder, id string, attrs temporal.SearchAtt
 }
 
 // registerSearchAttributes registers the workflows' search attributes, as Mandible does
-// at start-up (workers.EnsureSearchAttributes; the workflows' tests do not import
+// at start-up (workers.PrepareNamespace; the workflows' tests do not import
 // workers, which depends on them).
 func registerSearchAttributes(ctx context.Context, t *testing.T, c client.Client, namespace string) {
 	t.Helper()

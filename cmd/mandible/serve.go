@@ -98,7 +98,10 @@ func connectTemporal(ctx context.Context, cfg *config.Mandible, logger *slog.Log
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to Temporal at %s: %w", cfg.Temporal.Address, err)
 	}
-	if err := workers.EnsureSearchAttributes(ctx, temporal, cfg.Temporal.Namespace, workflows.SearchAttributes()); err != nil {
+	if err := workers.PrepareNamespace(ctx, workers.NamespaceSetup{
+		Client: temporal, Namespace: cfg.Temporal.Namespace, Keys: workflows.SearchAttributes(),
+		Mode: cfg.Temporal.SearchAttributes, Wait: cfg.Temporal.SearchAttributesWait.Duration, Logger: logger,
+	}); err != nil {
 		temporal.Close()
 		return nil, nil, err
 	}
