@@ -21,8 +21,9 @@ import (
 // Mandible, "deployment:<uuid>" (workflows.DeploymentWorkflowID).
 const DeploymentWorkflowIDPrefix = "deployment:"
 
-// ResultsChannel is the notification channel of deployment results (migration 004).
-const ResultsChannel = "mantis_deployment_results"
+// ResultsChannel is the notification channel of deployment results, named in schema
+// where the trigger of migration 004 is checked against it.
+const ResultsChannel = schema.DeploymentResultsChannel
 
 // deploymentNamespace derives deployment ids from workflow ids that are not
 // "deployment:<uuid>" (deployments started straight from a Temporal client).
