@@ -67,7 +67,15 @@ func newCLI() *cli {
 			exitCodesHelp + "\n\n" + idempotencyHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			// Cobra checks required flags after this hook: check them here, so that
+			// every error before the command's own code is a usage error.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return err
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return err
+			}
 			if err := c.flags.validate(); err != nil {
 				return err
 			}
