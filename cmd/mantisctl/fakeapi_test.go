@@ -125,10 +125,16 @@ func mantisctl(t *testing.T, args ...string) result {
 }
 
 // against is args with the flags that point mantisctl at url with the test token and
-// no config file.
+// no config file, put before a "--" so that they stay flags.
 func against(t *testing.T, url string, args ...string) []string {
 	t.Helper()
-	return append(args, "--server", url, "--token-file", tokenFile(t), "--client-config", "")
+	flags := []string{"--server", url, "--token-file", tokenFile(t), "--client-config", ""}
+	for i, a := range args {
+		if a == "--" {
+			return append(append(append([]string(nil), args[:i]...), flags...), args[i:]...)
+		}
+	}
+	return append(args, flags...)
 }
 
 func requireCode(t *testing.T, want int, r result) {
