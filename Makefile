@@ -117,6 +117,10 @@ sqlc-check: $(SQLC) ## Fail when the generated query code is out of date with sc
 codelint: ## Layout rules: functions <= 80 lines, files <= 400 (or say why), no SQL in Go strings.
 	$(GO) run ./tools/codelint .
 
+.PHONY: api-schema
+api-schema: ## Regenerate api/deployment-spec.schema.json from internal/spec's Go types.
+	$(GO) run ./tools/specschema -o api/deployment-spec.schema.json
+
 .PHONY: fmt
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
