@@ -35,14 +35,25 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// Started on every create, the idempotent ones too: a create that stopped between
-	// the row and the workflow is completed by its retry.
-	if err := s.startDeploymentWorkflow(r, sealed); err != nil {
+	view, err := schema.GetDeployment(r.Context(), s.db, id)
+	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	view, err := schema.GetDeployment(r.Context(), s.db, id)
-	if err != nil {
+	if !created {
+		same, err := s.sameSpec(id, view.Spec, d)
+		if err != nil {
+			writeServerError(w, r, s.logger, err)
+			return
+		}
+		if !same {
+			writeIdempotencyConflict(w, r, d.IdempotencyKey, id)
+			return
+		}
+	}
+	// Started on every create, the idempotent ones too: a create that stopped between
+	// the row and the workflow is completed by its retry.
+	if err := s.startDeploymentWorkflow(r, sealed); err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
@@ -70,6 +81,10 @@ func (s *server) readSpec(w http.ResponseWriter, r *http.Request) (spec.Deployme
 	d, err := spec.Parse(body)
 	if err != nil {
 		writeSpecError(w, r, err)
+		return spec.Deployment{}, false
+	}
+	d, ok := withIdempotencyKey(w, r, d)
+	if !ok {
 		return spec.Deployment{}, false
 	}
 	d = d.WithDefaults()
