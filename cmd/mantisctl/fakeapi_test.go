@@ -58,6 +58,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.created = append(f.created, createCall{header: r.Header.Get(idempotencyHeader), body: body})
 		f.mu.Unlock()
 		api.WriteJSON(w, http.StatusAccepted, api.CreatedDeployment{ID: d.ID, Status: "pending", Created: true})
+	case r.URL.Path == "/api/v1/deployments":
+		api.WriteJSON(w, http.StatusOK, api.DeploymentList{Deployments: []api.Deployment{d}})
 	case r.URL.Path == "/api/v1/deployments/"+d.ID.String():
 		api.WriteJSON(w, http.StatusOK, api.DeploymentAnswer{Deployment: d})
 	case r.URL.Path == "/sse/deployments/"+d.ID.String():

@@ -43,7 +43,7 @@ func TestDefaultIdempotencyKeyNamesTheJobAndTheRun(t *testing.T) {
 }
 
 // run sends its key as the Idempotency-Key header and in the spec; in CI without
-// --idempotency-key it derives one, and --idempotency-key '' sends none.
+// --idempotency-key it derives one, and --idempotency-key ” sends none.
 func TestRunSendsTheIdempotencyKey(t *testing.T) {
 	fake, url := newFakeAPI(t, "running", events.StepStarted, events.TargetRunning, events.TargetSucceeded, events.DeploymentSucceeded)
 	requireCode(t, ExitOK, mantisctl(t, against(t, url, "run", "--targets", "web-1", "--idempotency-key", "release-42", "--", "uptime")...))
