@@ -53,8 +53,11 @@ func TestMandibleFirstStartOnFreshNamespaces(t *testing.T) {
 	for i := range 3 {
 		ns := uniqueName(fmt.Sprintf("fresh%d", i))
 		createNamespace(t, srv, ns)
+		// With a broker, start-up also starts the topology declaration workflow, which
+		// sets MantisReplica: the first use of the attributes in the start path.
+		broker := testenv.RabbitMQ(t)
 		o := replicaOptions{ID: uniqueName("first"), DatabaseURL: testenv.DatabaseURL(t),
-			Temporal: testenv.Temporal{Address: srv.Address, Namespace: ns}}
+			Temporal: testenv.Temporal{Address: srv.Address, Namespace: ns}, Broker: &broker}
 		began := time.Now()
 		r := launchReplica(t, o)
 		// Its dispatcher workflow carries the MantisReplica search attribute: finding
