@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +158,29 @@ func writeToken(t *testing.T, token string) string {
 	path := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(path, []byte(token), 0o600))
 	return path
+}
+
+// Interrupting mantisctl (SIGINT cancels its context) while it watches exits 3.
+func TestInterruptedWatchExits3(t *testing.T) {
+	t.Parallel()
+	fake, url := newFakeAPI(t, "running", events.StepStarted) // never ends
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	code := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	args := against(t, url, "watch", fake.deployment.ID.String())
+	go func() { code <- run(ctx, args, strings.NewReader(""), &stdout, &stderr) }()
+	select {
+	case <-fake.streaming:
+	case <-time.After(30 * time.Second):
+		t.Fatal("watch never asked for the event stream")
+	}
+	interrupt()
+	select {
+	case got := <-code:
+		require.Equal(t, ExitCancelled, got, stderr.String())
+		require.Contains(t, stderr.String(), "interrupted")
+	case <-time.After(30 * time.Second):
+		t.Fatal("watch did not stop when interrupted")
+	}
 }

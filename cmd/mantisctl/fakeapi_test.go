@@ -29,6 +29,9 @@ type fakeAPI struct {
 	events     []events.Type
 	// created records each POST /api/v1/deployments: its Idempotency-Key header and body.
 	created []createCall
+	// streaming is closed when the first event stream is asked for.
+	streaming     chan struct{}
+	streamingOnce sync.Once
 }
 
 type createCall struct {
@@ -39,7 +42,8 @@ type createCall struct {
 func newFakeAPI(t *testing.T, status string, evs ...events.Type) (*fakeAPI, string) {
 	t.Helper()
 	f := &fakeAPI{deployment: api.Deployment{ID: uuid.New(), Name: "release", Status: status, Priority: "normal",
-		Steps: []api.Step{{Name: "install", Status: status, Targets: []api.TargetResult{{Target: "web-1", Status: "succeeded"}}}}}, events: evs}
+		Steps: []api.Step{{Name: "install", Status: status, Targets: []api.TargetResult{{Target: "web-1", Status: "succeeded"}}}}},
+		events: evs, streaming: make(chan struct{})}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv.URL
@@ -74,6 +78,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *fakeAPI) stream(w http.ResponseWriter, r *http.Request, d api.Deployment) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	f.streamingOnce.Do(func() { close(f.streaming) })
 	for i, typ := range f.events {
 		if typ.IsDeployment() && terminal(typ.What()) {
 			f.mu.Lock()

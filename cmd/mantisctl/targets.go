@@ -100,6 +100,9 @@ func newTargetDeregisterCommand(f *clientFlags) *cobra.Command {
 			if err := c.DeregisterTarget(cmd.Context(), args[0]); err != nil {
 				return err
 			}
+			if f.format.structured() {
+				return printData(cmd.OutOrStdout(), f.format, map[string]any{"name": args[0], "deregistered": true})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deregistered %s\n", args[0])
 			return nil
 		},
