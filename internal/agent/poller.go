@@ -17,6 +17,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/rpcretry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -118,6 +119,7 @@ func ThoraxCredentials(cfg config.Endpoint) (credentials.TransportCredentials, e
 	if err != nil {
 		return nil, err
 	}
+	tlsconf.RequirePeerRole(tc, identity.RoleThorax)
 	return credentials.NewTLS(tc), nil
 }
 

@@ -155,6 +155,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mandible TLS: %w", err)
 		}
+		tlsconf.RequirePeerRole(tc, identity.RoleMandible)
 		t.mandibleCreds = credentials.NewTLS(tc)
 	}
 	if cfg.Agents.Insecure {
@@ -164,6 +165,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
 		}
+		tlsconf.RequirePeerRole(client, identity.RoleAgent)
 		server, err := tlsconf.Server(tlsFiles(cfg.Agents.TLS))
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
