@@ -41,7 +41,7 @@ const exitCodesHelp = `Exit codes:
   3  the deployment was cancelled, or mantisctl was interrupted
   4  authentication or permission refused (HTTP 401/403)
   5  server unreachable (connection refused, DNS, TLS handshake, no answer, HTTP 502/503/504)
-  6  timed out waiting (watch --timeout)`
+  6  timed out waiting (watch --timeout, deploy --watch-timeout, run --watch-timeout)`
 
 // Errors that end a watch with their own exit code; the summary already said why.
 var (
