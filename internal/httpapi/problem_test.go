@@ -62,6 +62,7 @@ func TestWrongMethodIsMethodNotAllowed(t *testing.T) {
 		{http.MethodGet, "/api/v1/targets/web-1", "DELETE"},
 		{http.MethodPut, "/api/v1/dispatch-requests", "GET, HEAD, POST"},
 		{http.MethodGet, "/api/v1/dlq/purge", "POST"},
+		{http.MethodPost, "/api/v1/openapi.yaml", "GET, HEAD"},
 	}
 	for _, c := range cases {
 		for _, auth := range []bool{true, false} {

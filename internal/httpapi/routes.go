@@ -100,7 +100,7 @@ func New(opts Options) http.Handler {
 	g := newGate(keys, s.logger, reg)
 	apiMux := http.NewServeMux()
 	s.routeAPI(apiMux, g, opts.DLQ)
-	// contract routes follow
+	routeContract(apiMux)
 	apiMux.HandleFunc(apiCatchAll, func(w http.ResponseWriter, r *http.Request) {
 		api.WriteNotFoundOrMethod(w, r, apiMux, apiCatchAll)
 	})
@@ -115,26 +115,42 @@ func New(opts Options) http.Handler {
 // when the path is routed for another method, 404 otherwise.
 const apiCatchAll = "/api/"
 
+// apiRoute is one route under /api/v1: its pattern and the scope its token needs.
+type apiRoute struct {
+	pattern string
+	scope   apitoken.Scope
+	handler http.HandlerFunc
+}
+
 // routeAPI serves /api/v1 on mux, each route behind a bearer token and the scope
-// it needs: reads need read; deployments, their cancel and dispatch requests need
-// deploy; the DLQ and target registration need admin. A wrong method on a routed
-// path is 405 whatever the token (the catch-all), so the token is checked per route.
+// it needs. A wrong method on a routed path is 405 whatever the token (the
+// catch-all), so the token is checked per route.
 func (s *server) routeAPI(mux *http.ServeMux, g *gate, dlq DLQ) {
-	route := func(pattern string, need apitoken.Scope, h http.HandlerFunc) {
-		mux.Handle(pattern, g.authenticate(g.needs(need, h)))
+	for _, rt := range s.apiRoutes(dlq) {
+		mux.Handle(rt.pattern, g.authenticate(g.needs(rt.scope, rt.handler)))
 	}
-	route("POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests)
-	route("GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests)
-	route("GET /api/v1/targets", apitoken.ScopeRead, s.listTargets)
-	route("POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget)
-	route("DELETE /api/v1/targets/{name}", apitoken.ScopeAdmin, s.deregisterTarget)
-	route("GET /api/v1/dlq", apitoken.ScopeAdmin, s.listDLQ(dlq))
-	route("POST /api/v1/dlq/requeue", apitoken.ScopeAdmin, s.requeueDLQ(dlq))
-	route("POST /api/v1/dlq/purge", apitoken.ScopeAdmin, s.purgeDLQ(dlq))
+}
+
+// apiRoutes is the route table of /api/v1: reads need read; deployments, their
+// cancel and dispatch requests need deploy; the DLQ and target registration need
+// admin. Deployments are created and cancelled only with a Temporal client.
+func (s *server) apiRoutes(dlq DLQ) []apiRoute {
+	routes := []apiRoute{
+		{"POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests},
+		{"GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests},
+		{"GET /api/v1/targets", apitoken.ScopeRead, s.listTargets},
+		{"POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget},
+		{"DELETE /api/v1/targets/{name}", apitoken.ScopeAdmin, s.deregisterTarget},
+		{"GET /api/v1/dlq", apitoken.ScopeAdmin, s.listDLQ(dlq)},
+		{"POST /api/v1/dlq/requeue", apitoken.ScopeAdmin, s.requeueDLQ(dlq)},
+		{"POST /api/v1/dlq/purge", apitoken.ScopeAdmin, s.purgeDLQ(dlq)},
+		{"GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments},
+		{"GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment},
+	}
 	if s.temporal != nil {
-		route("POST /api/v1/deployments", apitoken.ScopeDeploy, s.createDeployment)
-		route("POST /api/v1/deployments/{id}/cancel", apitoken.ScopeDeploy, s.cancelDeployment)
+		routes = append(routes,
+			apiRoute{"POST /api/v1/deployments", apitoken.ScopeDeploy, s.createDeployment},
+			apiRoute{"POST /api/v1/deployments/{id}/cancel", apitoken.ScopeDeploy, s.cancelDeployment})
 	}
-	route("GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments)
-	route("GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment)
+	return routes
 }
