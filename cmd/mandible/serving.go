@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"log/slog"
 	"net"
 	"net/http"
@@ -80,8 +81,13 @@ func (r *replica) serve(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		_ = sdnotify.Stopping()
 		return shutdown(ctx, logger, healthServer, grpcServer, httpServer)
 	})
+	// Both listeners are bound and served: under systemd (Type=notify) the unit is up.
+	if err := sdnotify.Ready(); err != nil {
+		logger.WarnContext(ctx, "telling systemd the service is ready failed", "err", err)
+	}
 	err = g.Wait()
 	if ctx.Err() != nil && err == nil {
 		logger.InfoContext(ctx, "stopped")

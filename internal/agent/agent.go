@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"log/slog"
 	"net"
 	"time"
@@ -60,11 +61,20 @@ func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, reg prometh
 			return err
 		}
 		logger.InfoContext(ctx, "polling thorax", "thorax_address", cfg.Thorax.Address, "max_concurrent", cfg.Exec.MaxConcurrent)
+		notifyReady(ctx, logger)
 		return p.Run(ctx)
 	case config.ModeListen:
 		return serveListen(ctx, cfg, runner, idMetrics, logger)
 	default:
 		return fmt.Errorf("mode %q: must be poll or listen", cfg.Mode)
+	}
+}
+
+// notifyReady tells systemd (Type=notify) that the agent is up: its journal is open
+// and it polls Thorax or serves on its listen address.
+func notifyReady(ctx context.Context, logger *slog.Logger) {
+	if err := sdnotify.Ready(); err != nil {
+		logger.WarnContext(ctx, "telling systemd the service is ready failed", "err", err)
 	}
 }
 
@@ -98,6 +108,7 @@ func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, metrics 
 		"listen_address", lis.Addr().String(),
 		"allowed_client_names", cfg.Listen.AllowedClientNames,
 		"max_concurrent", cfg.Exec.MaxConcurrent)
+	notifyReady(ctx, logger)
 
 	select {
 	case err := <-served:

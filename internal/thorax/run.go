@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"net"
 	"sync"
 	"time"
@@ -60,6 +61,10 @@ func (t *Thorax) Run(ctx context.Context) error {
 		return err
 	}
 	close(t.ready)
+	// Under systemd (Type=notify) the unit is started once Mandible has the instance.
+	if err := sdnotify.Ready(); err != nil {
+		t.logger.WarnContext(ctx, "telling systemd the service is ready failed", "err", err)
+	}
 	return t.serveRegistered(ctx, work, stopWork, agents)
 }
 
@@ -130,6 +135,7 @@ func (t *Thorax) serveRegistered(ctx, work context.Context, stopWork context.Can
 // still out to agents.
 func (t *Thorax) drain(drainCtx context.Context, agents *agentsServer, loops *sync.WaitGroup) {
 	unhanded := t.book.startDrain()
+	_ = sdnotify.Stopping()
 	agents.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	t.logger.InfoContext(drainCtx, "draining", "unhanded_commands", len(unhanded), "timeout", t.cfg.Drain.Timeout.Duration)
 	t.beatNow()
