@@ -7,6 +7,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/mantis-deploy/mantis/internal/version"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -72,6 +73,7 @@ func (d Daemon[C]) Command() (*cobra.Command, func() (C, error)) {
 		},
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", d.ConfigUsage)
+	version.SetOn(root)
 	root.AddCommand(&cobra.Command{
 		Use:   "check-config",
 		Short: "Load and validate the configuration, print it with secrets redacted, and exit",
