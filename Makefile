@@ -12,10 +12,17 @@ GOTEST_FLAGS ?= -count=1 -timeout 30m
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# --version of every binary reports these (internal/version); a build outside a git
+# checkout reports "dev".
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X github.com/mantis-deploy/mantis/internal/version.version=$(VERSION) \
+	-X github.com/mantis-deploy/mantis/internal/version.commit=$(COMMIT)
+
 .PHONY: build
 build: ## Build the four binaries into bin/.
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
 .PHONY: tools
 tools: build ## Install what the local stack needs and the machine lacks (temporal CLI, RabbitMQ).
