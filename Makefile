@@ -36,6 +36,21 @@ run: build ## Set up and run the whole local stack (Ctrl-C stops it).
 test: build ## Start real PostgreSQL, RabbitMQ and Temporal, run every test, stop them.
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/test -- $(GO) test $(GOTEST_FLAGS) ./...
 
+.PHONY: test-temporal-server
+# The end-to-end job on the production temporal-server v1.29.1 (PostgreSQL persistence,
+# SQL visibility) instead of the dev server: first starts on fresh namespaces, the
+# namespace and search-attribute checks, both agent modes, a CLI-started deployment,
+# a search-attribute query; then the fault suite's Temporal kill -9 scenario on a
+# temporal-server of its own. The first run installs the server (about 10 minutes).
+TEMPORAL_SERVER_TESTS ?= TestMandibleFirstStartOnFreshNamespaces|TestDeploymentIsFoundBySearchAttributes|TestDeploymentOnRealAgentsSucceedsAndEveryViewAgrees|TestCLIDeployWatchGetListAndRun|TestTemporalCLIStartsADeployment|TestPrepareNamespace|TestSearchAttributesFitSQLVisibility
+test-temporal-server: build ## Run the end-to-end job and the Temporal kill -9 scenario against temporal-server.
+	$(BIN)/mantisctl dev exec --temporal-server --dir $(STACK_DIR)/test-server -- \
+		$(GO) test $(GOTEST_FLAGS) -p 1 -run '$(TEMPORAL_SERVER_TESTS)' ./internal/e2e/ ./workers/
+	@mkdir -p $(STACK_DIR); rm -f $(STACK_DIR)/chaos-temporal-server.md
+	MANTIS_FAULT_TEMPORAL=server MANTIS_CHAOS_TABLE=$(abspath $(STACK_DIR))/chaos-temporal-server.md \
+		$(GO) test $(GOTEST_FLAGS) -run 'TestFastSubset/TemporalKilled$$' ./internal/chaos/; \
+		status=$$?; cat $(STACK_DIR)/chaos-temporal-server.md 2>/dev/null; exit $$status
+
 .PHONY: bench
 # Each benchmark runs its whole scenario (servers, processes, load) once and reports its
 # own figures and ratios, hence -benchtime 1x. BENCH selects benchmarks by name.
@@ -101,10 +116,11 @@ proto: ## Regenerate the gRPC code from proto/ (needs protoc).
 		$$(find proto -name '*.proto')
 
 .PHONY: lint
-lint: ## go vet, staticcheck and workflowcheck.
+lint: sqlc-check ## go vet, staticcheck, workflowcheck, the layout rules (codelint) and generated queries up to date.
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
+	$(GO) run ./tools/codelint .
 
 SQLC_VERSION := v1.31.1
 SQLC         := $(shell $(GO) env GOPATH)/bin/sqlc
