@@ -156,6 +156,7 @@ func LoadAgent(path string, env func(string) (string, bool)) (Agent, error) {
 	if err != nil {
 		return Agent{}, err
 	}
+	errs = append(errs, readSecretFiles(&cfg)...)
 	return finish(cfg, errs)
 }
 

@@ -136,7 +136,9 @@ type Queue struct {
 	Port     int    `toml:"port"`
 	Username string `toml:"username"`
 	Password string `toml:"password" secret:"true"`
-	VHost    string `toml:"vhost"`
+	// PasswordFile is a file holding Password (a mounted Secret).
+	PasswordFile string `toml:"password_file" secretfile:"password"`
+	VHost        string `toml:"vhost"`
 	// CACertPath is mandatory when the queue is enabled.
 	CACertPath string `toml:"ca_cert_path"`
 	// ClientCertPath and ClientKeyPath are set together or not at all; the

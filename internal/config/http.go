@@ -21,8 +21,10 @@ type HTTP struct {
 	TokenFile string `toml:"token_file"`
 	// Tokens are the deprecated flat list of bearer tokens, each accepted with the
 	// admin scope. Use TokenFile instead.
-	Tokens       []string `toml:"tokens" secret:"true"`
-	MaxBodyBytes int64    `toml:"max_body_bytes"`
+	Tokens []string `toml:"tokens" secret:"true"`
+	// TokensFile is a file holding Tokens, one a line.
+	TokensFile   string `toml:"tokens_file" secretfile:"tokens"`
+	MaxBodyBytes int64  `toml:"max_body_bytes"`
 }
 
 // TLS reports whether the API is served over HTTPS.

@@ -3,6 +3,8 @@ package config
 import (
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -26,9 +28,67 @@ type Mandible struct {
 
 // Database is Mandible's PostgreSQL connection.
 type Database struct {
-	// URL is a postgres:// or postgresql:// connection URL.
-	URL      string `toml:"url" secret:"url"`
-	MaxConns int    `toml:"max_conns"`
+	// URL is a postgres:// or postgresql:// connection URL. It may lead to a
+	// connection pooler (PgBouncer in transaction mode): what needs a session of its
+	// own uses DirectURL.
+	URL string `toml:"url" secret:"url"`
+	// URLFile is a file holding URL (a mounted Secret); set one of the two.
+	URLFile string `toml:"url_file" secretfile:"url"`
+	// DirectURL reaches PostgreSQL itself, without a pooler in between: LISTEN
+	// (dispatch wake-ups, result and SSE notifications) and the migrations'
+	// advisory lock need a session. Empty means URL.
+	DirectURL string `toml:"direct_url" secret:"url"`
+	// DirectURLFile is a file holding DirectURL.
+	DirectURLFile string `toml:"direct_url_file" secretfile:"direct_url"`
+	// QueryExecMode is how pgx sends queries over URL (pgx's default_query_exec_mode):
+	// QueryExecModeAuto picks cache_statement against PostgreSQL itself and
+	// describe_exec when DirectURL differs from URL, which a transaction pooler needs
+	// (it cannot keep a session's prepared statements).
+	QueryExecMode string `toml:"query_exec_mode"`
+	MaxConns      int    `toml:"max_conns"`
+}
+
+// Query execution modes of database.query_exec_mode: QueryExecModeAuto, or one of
+// pgx's default_query_exec_mode values.
+const (
+	QueryExecModeAuto           = "auto"
+	QueryExecModeCacheStatement = "cache_statement"
+	QueryExecModeCacheDescribe  = "cache_describe"
+	QueryExecModeDescribeExec   = "describe_exec"
+	QueryExecModeExec           = "exec"
+	QueryExecModeSimpleProtocol = "simple_protocol"
+)
+
+// queryExecModes are the values database.query_exec_mode accepts.
+var queryExecModes = []string{QueryExecModeAuto, QueryExecModeCacheStatement, QueryExecModeCacheDescribe,
+	QueryExecModeDescribeExec, QueryExecModeExec, QueryExecModeSimpleProtocol}
+
+// Direct returns the URL of a connection that needs a session of its own: DirectURL,
+// or URL when it is empty.
+func (d Database) Direct() string {
+	if d.DirectURL != "" {
+		return d.DirectURL
+	}
+	return d.URL
+}
+
+// Pooled reports whether URL leads somewhere else than PostgreSQL itself (a pooler):
+// DirectURL is set and differs from it.
+func (d Database) Pooled() bool { return d.DirectURL != "" && d.DirectURL != d.URL }
+
+// ExecMode returns the query execution mode for URL, QueryExecModeAuto resolved:
+// describe_exec behind a pooler, cache_statement otherwise. Describe-exec prepares
+// each statement unnamed within the same round trip, which a transaction pooler
+// carries, where the cached named statements of cache_statement would be missing
+// on the next server connection.
+func (d Database) ExecMode() string {
+	if d.QueryExecMode != QueryExecModeAuto && d.QueryExecMode != "" {
+		return d.QueryExecMode
+	}
+	if d.Pooled() {
+		return QueryExecModeDescribeExec
+	}
+	return QueryExecModeCacheStatement
 }
 
 // String returns the section with the URL's password redacted.
@@ -67,10 +127,12 @@ type ThoraxHealth struct {
 
 // Analysis is the model that explains failures; off when ModelURL is empty.
 type Analysis struct {
-	ModelURL string   `toml:"model_url"`
-	ModelKey string   `toml:"model_key" secret:"true"`
-	Model    string   `toml:"model"`
-	Timeout  Duration `toml:"timeout"`
+	ModelURL string `toml:"model_url"`
+	ModelKey string `toml:"model_key" secret:"true"`
+	// ModelKeyFile is a file holding ModelKey.
+	ModelKeyFile string   `toml:"model_key_file" secretfile:"model_key"`
+	Model        string   `toml:"model"`
+	Timeout      Duration `toml:"timeout"`
 }
 
 // Enabled reports whether failure analysis is configured.
@@ -91,7 +153,7 @@ func DefaultMandible() Mandible {
 	return Mandible{
 		ReplicaID: defaultReplicaID(),
 		Log:       defaultLog(),
-		Database:  Database{MaxConns: 10},
+		Database:  Database{MaxConns: 10, QueryExecMode: QueryExecModeAuto},
 		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", DeploymentTaskQueue: "mantis-deployments",
 			SearchAttributes: SearchAttributesRegister, SearchAttributesWait: Duration{60 * time.Second}},
 		HTTP:  HTTP{Listen: "127.0.0.1:8080", MaxBodyBytes: 1 << 20},
@@ -121,13 +183,14 @@ func LoadMandible(path string, env func(string) (string, bool)) (Mandible, error
 	if err != nil {
 		return Mandible{}, err
 	}
-	if env != nil && !fileSets("database", "url") {
+	if env != nil && !fileSets("database", "url") && cfg.Database.URLFile == "" {
 		if _, ok := env("MANTIS_DATABASE_URL"); !ok {
 			if u, ok := env("DATABASE_URL"); ok {
 				cfg.Database.URL = u
 			}
 		}
 	}
+	errs = append(errs, readSecretFiles(&cfg)...)
 	return finish(cfg, errs)
 }
 
@@ -137,15 +200,7 @@ func (c Mandible) Validate() error {
 	p.name("replica_id", c.ReplicaID)
 	c.Log.validate(&p)
 
-	if c.Database.URL == "" {
-		p.add("database.url", "required")
-	} else if u, err := url.Parse(c.Database.URL); err != nil {
-		// The parse error repeats the URL, password and all.
-		p.add("database.url", "must be a postgres:// or postgresql:// URL, and this one does not parse")
-	} else if u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		p.add("database.url", "must be a postgres:// or postgresql:// URL, got scheme %q", u.Scheme)
-	}
-	p.positive("database.max_conns", int64(c.Database.MaxConns))
+	c.Database.validate(&p)
 
 	c.Temporal.validate(&p)
 	c.Secrets.validate(&p)
@@ -179,3 +234,28 @@ func (c Mandible) GoString() string { return render(c) }
 
 // LogValue returns the configuration with its secrets redacted.
 func (c Mandible) LogValue() slog.Value { return logValue(c) }
+
+func (d Database) validate(p *problems) {
+	if d.URL == "" && d.URLFile == "" {
+		p.add("database.url", "required")
+	} else if d.URL != "" {
+		postgresURL(p, "database.url", d.URL)
+	}
+	if d.DirectURL != "" {
+		postgresURL(p, "database.direct_url", d.DirectURL)
+	}
+	if !slices.Contains(queryExecModes, d.QueryExecMode) {
+		p.add("database.query_exec_mode", "must be one of %s, got %q", strings.Join(queryExecModes, ", "), d.QueryExecMode)
+	}
+	p.positive("database.max_conns", int64(d.MaxConns))
+}
+
+// postgresURL checks that s is a postgres:// or postgresql:// URL without repeating
+// it: a parse error would quote the password.
+func postgresURL(p *problems, key, s string) {
+	if u, err := url.Parse(s); err != nil {
+		p.add(key, "must be a postgres:// or postgresql:// URL, and this one does not parse")
+	} else if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+		p.add(key, "must be a postgres:// or postgresql:// URL, got scheme %q", u.Scheme)
+	}
+}

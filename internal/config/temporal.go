@@ -49,6 +49,8 @@ type Temporal struct {
 	ServerName string `toml:"server_name"`
 	// APIKey is sent as a bearer credential on every call (Temporal Cloud API keys).
 	APIKey string `toml:"api_key" secret:"true"`
+	// APIKeyFile is a file holding APIKey.
+	APIKeyFile string `toml:"api_key_file" secretfile:"api_key"`
 
 	// CodecKeyFile is the payload codec's keyring: "<key id> <base64 key>" lines, the
 	// first current. Empty (with CodecKeysDir empty) leaves payloads unencrypted.

@@ -99,6 +99,7 @@ func LoadThorax(path string, env func(string) (string, bool)) (Thorax, error) {
 	if err != nil {
 		return Thorax{}, err
 	}
+	errs = append(errs, readSecretFiles(&cfg)...)
 	return finish(cfg, errs)
 }
 
