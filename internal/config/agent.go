@@ -34,6 +34,7 @@ type Agent struct {
 	Journal AgentJournal `toml:"journal"`
 	// Metrics is the opt-in /metrics and /healthz listener.
 	Metrics Metrics `toml:"metrics"`
+	Tracing Tracing `toml:"tracing"` // OpenTelemetry spans; off while tracing.endpoint is empty
 }
 
 // AgentJournal is the agent's run journal: a directory of small files that

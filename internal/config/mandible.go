@@ -24,6 +24,7 @@ type Mandible struct {
 	Thorax   ThoraxHealth `toml:"thorax"`
 	Analysis Analysis     `toml:"analysis"`
 	Secrets  Secrets      `toml:"secrets"`
+	Tracing  Tracing      `toml:"tracing"` // OpenTelemetry spans; off while tracing.endpoint is empty
 }
 
 // Database is Mandible's PostgreSQL connection.

@@ -22,6 +22,7 @@ type Thorax struct {
 	Drain  Drain        `toml:"drain"`
 	// Metrics is the opt-in /metrics and /healthz listener.
 	Metrics Metrics `toml:"metrics"`
+	Tracing Tracing `toml:"tracing"` // OpenTelemetry spans; off while tracing.endpoint is empty
 }
 
 // ThoraxAgents is the agent link in both directions. Poll-mode agents call
