@@ -12,18 +12,20 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/tlsconf"
 )
 
 // listenHTTP opens the API's listener: TLS with [http] cert_path/key_path, plain
 // otherwise (validation allowed that only on loopback or with http.allow_plaintext).
+// The pair follows its files: a renewed pair is served from the next handshake on.
 func listenHTTP(cfg config.HTTP, logger *slog.Logger) (net.Listener, error) {
 	var tlsCfg *tls.Config
 	if cfg.TLS() {
-		pair, err := tls.LoadX509KeyPair(cfg.CertPath, cfg.KeyPath)
+		pair, err := tlsconf.LoadPair(cfg.CertPath, cfg.KeyPath, logger)
 		if err != nil {
 			return nil, fmt.Errorf("http.cert_path/http.key_path: loading the TLS pair: %w", err)
 		}
-		tlsCfg = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+		tlsCfg = &tls.Config{GetCertificate: pair.GetCertificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
 	} else if cfg.AllowPlaintext {
 		logger.Warn("serving the HTTP API in plain text (http.allow_plaintext = true): tokens cross the network in clear",
 			"listen", cfg.Listen)

@@ -182,7 +182,7 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Gua
 		logger.Warn("gRPC is serving plaintext without client authentication (grpc.insecure = true): development only")
 		return grpc.NewServer(), nil
 	}
-	tlsCfg, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath})
+	tlsCfg, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("grpc TLS: %w", err)
 	}
