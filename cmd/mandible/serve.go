@@ -19,6 +19,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/temporalclient"
+	"github.com/mantis-deploy/mantis/internal/temporalmetrics"
 	"github.com/mantis-deploy/mantis/workers"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -41,13 +42,14 @@ func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts s
 		return err
 	}
 	defer pool.Close()
-	temporal, payloadCodec, err := connectTemporal(ctx, &cfg, logger)
+	registry := newRegistry()
+	temporal, payloadCodec, err := connectTemporal(ctx, &cfg, logger, registry)
 	if err != nil {
 		return err
 	}
 	defer temporal.Close()
 
-	r := &replica{cfg: cfg, logger: logger, pool: pool, temporal: temporal, codec: payloadCodec, registry: newRegistry()}
+	r := &replica{cfg: cfg, logger: logger, pool: pool, temporal: temporal, codec: payloadCodec, registry: registry}
 	if payloadCodec != nil {
 		r.secrets = payloadCodec // stays a nil interface (not a nil *codec.Codec) without a keyring
 	}
@@ -84,12 +86,13 @@ func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts s
 // connectTemporal dials Temporal with the configured options and makes sure the
 // namespace knows Mantis's search attributes. It sets cfg's Temporal address and
 // namespace to those dialled (a profile may choose them), and returns the payload
-// codec, nil when payloads are not encrypted.
-func connectTemporal(ctx context.Context, cfg *config.Mandible, logger *slog.Logger) (client.Client, *codec.Codec, error) {
+// codec, nil when payloads are not encrypted. The SDK's own metrics go to registry.
+func connectTemporal(ctx context.Context, cfg *config.Mandible, logger *slog.Logger, registry prometheus.Registerer) (client.Client, *codec.Codec, error) {
 	temporalOpts, payloadCodec, err := temporalclient.Options(cfg.Temporal, logger)
 	if err != nil {
 		return nil, nil, err
 	}
+	temporalOpts.MetricsHandler = temporalmetrics.New(registry)
 	cfg.Temporal.Address, cfg.Temporal.Namespace = temporalOpts.HostPort, temporalOpts.Namespace
 	if payloadCodec == nil {
 		logger.WarnContext(ctx, "Temporal payloads are not encrypted: set temporal.codec_key_file or temporal.codec_keys_dir")
