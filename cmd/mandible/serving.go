@@ -21,6 +21,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/sse"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
@@ -156,7 +157,7 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 	if !r.cfg.GRPC.Insecure {
 		guard = grpcapi.NewGuard(r.logger, idMetrics)
 	}
-	grpcServer, err := newGRPCServer(r.cfg.GRPC, r.logger, guard)
+	grpcServer, err := newGRPCServer(r.cfg.GRPC, r.logger, guard, rpcmetrics.New(r.registry).ServerOptions()...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -176,17 +177,18 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 
 // newGRPCServer builds the server Thorax connects to: mutual TLS, accepting only client
 // certificates signed by the configured CA and, through guard, of the thorax role,
-// unless grpc.insecure is set for development.
-func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Guard) (*grpc.Server, error) {
+// unless grpc.insecure is set for development. extra adds options (the metrics
+// interceptors).
+func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Guard, extra ...grpc.ServerOption) (*grpc.Server, error) {
 	if cfg.Insecure {
 		logger.Warn("gRPC is serving plaintext without client authentication (grpc.insecure = true): development only")
-		return grpc.NewServer(), nil
+		return grpc.NewServer(extra...), nil
 	}
 	tlsCfg, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("grpc TLS: %w", err)
 	}
-	return grpc.NewServer(append(grpcapi.ServerOptions(guard), grpc.Creds(credentials.NewTLS(tlsCfg)))...), nil
+	return grpc.NewServer(append(append(grpcapi.ServerOptions(guard), extra...), grpc.Creds(credentials.NewTLS(tlsCfg)))...), nil
 }
 
 // newHTTP builds the HTTP server of the API, SSE and the codec endpoint.
