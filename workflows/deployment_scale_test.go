@@ -88,7 +88,7 @@ func runFigures(ctx context.Context, t *testing.T, c client.Client, id, runID st
 	t.Helper()
 	var out []runFigure
 	for runID != "" {
-		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+		d, err := rawDescription(c.DescribeWorkflow(ctx, id, runID))
 		require.NoError(t, err)
 		info := d.GetWorkflowExecutionInfo()
 		out = append(out, runFigure{events: info.GetHistoryLength(), bytes: info.GetHistorySizeBytes()})

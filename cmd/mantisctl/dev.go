@@ -22,8 +22,6 @@ type exitCode int
 
 func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-func asExitCode(err error, target *exitCode) bool { return errors.As(err, target) }
-
 func newDevCommand() *cobra.Command {
 	dev := &cobra.Command{
 		Use:   "dev",

@@ -104,7 +104,7 @@ type Problem struct {
 	// Error repeats code, detail (as message) and fields in the shape error
 	// answers had before they were problem details, for clients that read it.
 	//
-	// Deprecated: read Code, Detail and Fields.
+	// Older clients read it; new ones read Code, Detail and Fields.
 	Error ErrorDetail `json:"error"`
 }
 
@@ -118,7 +118,7 @@ type ErrorDetail struct {
 // ErrorBody is the shape of error answers before they were problem details; a
 // Problem still decodes into it.
 //
-// Deprecated: decode a Problem.
+// Older clients decode it; new ones decode a Problem.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }

@@ -156,7 +156,7 @@ func TestReplicaRestartsItsEndedDispatcher(t *testing.T) {
 	defer c.Close()
 	id := "dispatcher:" + r.ID
 	require.Eventually(t, func() bool {
-		_, err := c.DescribeWorkflowExecution(f.ctx, id, "")
+		_, err := rawDescription(c.DescribeWorkflow(f.ctx, id, ""))
 		return err == nil
 	}, time.Minute, 100*time.Millisecond)
 	require.NoError(t, c.TerminateWorkflow(f.ctx, id, "", "test: an operator terminated it"))

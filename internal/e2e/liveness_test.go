@@ -184,7 +184,7 @@ func TestMonitorFailedDeploymentsWorkflowEndsAndNothingIsLeftRunning(t *testing.
 	require.NoError(t, err)
 	defer tc.Close()
 	require.Eventually(t, func() bool {
-		d, err := tc.DescribeWorkflowExecution(context.Background(), "deployment:"+id, "")
+		d, err := rawDescription(tc.DescribeWorkflow(context.Background(), "deployment:"+id, ""))
 		require.NoError(t, err)
 		return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
 	}, time.Minute, 200*time.Millisecond, "the workflow of the failed deployment kept running")
@@ -229,14 +229,14 @@ func TestSIGKILLedReplicasDispatcherIsEndedByASurvivor(t *testing.T) {
 	defer tc.Close()
 	workflowID := "dispatcher:" + doomed.ID
 	require.Eventually(t, func() bool {
-		d, err := tc.DescribeWorkflowExecution(f.ctx, workflowID, "")
+		d, err := rawDescription(tc.DescribeWorkflow(f.ctx, workflowID, ""))
 		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, time.Minute, 100*time.Millisecond)
 
 	doomed.kill(t)
 	killed := time.Now()
 	require.Eventually(t, func() bool {
-		d, err := tc.DescribeWorkflowExecution(f.ctx, workflowID, "")
+		d, err := rawDescription(tc.DescribeWorkflow(f.ctx, workflowID, ""))
 		require.NoError(t, err)
 		return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
 	}, time.Minute, 200*time.Millisecond, "the dead replica's dispatcher kept running")
@@ -253,7 +253,7 @@ func TestSIGKILLedReplicasDispatcherIsEndedByASurvivor(t *testing.T) {
 	require.NoError(t, f.pool.QueryRow(f.ctx, `SELECT ended_by FROM mandible_replicas WHERE id = $1`, doomed.ID).Scan(&endedBy))
 	require.Equal(t, survivor.ID, endedBy)
 
-	d, err := tc.DescribeWorkflowExecution(f.ctx, "dispatcher:"+survivor.ID, "")
+	d, err := rawDescription(tc.DescribeWorkflow(f.ctx, "dispatcher:"+survivor.ID, ""))
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the survivor's own dispatcher runs on")
 }

@@ -157,7 +157,7 @@ func TestWritesRecordTheTokenName(t *testing.T) {
 	require.Equal(t, "ci", got["deployment"].(map[string]any)["created_by"])
 
 	// In the workflow memo.
-	desc, err := b.temporal.DescribeWorkflowExecution(ctx, workflows.DeploymentWorkflowID(id.String()), "")
+	desc, err := rawDescription(b.temporal.DescribeWorkflow(ctx, workflows.DeploymentWorkflowID(id.String()), ""))
 	require.NoError(t, err)
 	field := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()[httpapi.MemoCreatedBy]
 	require.NotNil(t, field, "the memo names the creator")
