@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -178,7 +179,7 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 // newGRPCServer builds the server Thorax connects to: mutual TLS, accepting only client
 // certificates signed by the configured CA and, through guard, of the thorax role,
 // unless grpc.insecure is set for development. extra adds options (the metrics
-// interceptors).
+// interceptors, outermost, so that refused calls are counted too).
 func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Guard, extra ...grpc.ServerOption) (*grpc.Server, error) {
 	if cfg.Insecure {
 		logger.Warn("gRPC is serving plaintext without client authentication (grpc.insecure = true): development only")
@@ -188,7 +189,7 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Gua
 	if err != nil {
 		return nil, fmt.Errorf("grpc TLS: %w", err)
 	}
-	return grpc.NewServer(append(append(grpcapi.ServerOptions(guard), extra...), grpc.Creds(credentials.NewTLS(tlsCfg)))...), nil
+	return grpc.NewServer(slices.Concat(extra, grpcapi.ServerOptions(guard), []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tlsCfg))})...), nil
 }
 
 // newHTTP builds the HTTP server of the API, SSE and the codec endpoint.
