@@ -18,6 +18,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 )
 
 // Options returns the client options cfg describes, logging through logger. When cfg
@@ -33,6 +34,11 @@ func Options(cfg config.Temporal, logger *slog.Logger) (client.Options, *codec.C
 		return client.Options{}, nil, fmt.Errorf("building the Temporal connection: %w", err)
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
+	tracing, err := telemetry.TemporalInterceptor()
+	if err != nil {
+		return client.Options{}, nil, fmt.Errorf("building the Temporal tracing interceptor: %w", err)
+	}
+	opts.Interceptors = append(opts.Interceptors, tracing)
 	c, err := Codec(cfg)
 	if err != nil {
 		return client.Options{}, nil, err

@@ -1,0 +1,60 @@
+package telemetry
+
+import (
+	"net/http"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+	"google.golang.org/grpc"
+)
+
+// httpOperation names the HTTP server's spans when the request matched no route.
+const httpOperation = "mantis.http"
+
+// HTTPHandler wraps h so that each request is a server span continuing the caller's
+// trace context. The span is named after the method until a route names it
+// (NameRoute).
+func HTTPHandler(h http.Handler) http.Handler {
+	return otelhttp.NewHandler(h, httpOperation, otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+		return r.Method + " " + httpOperation
+	}))
+}
+
+// NameRoute wraps a route's handler so that the request's server span is named after
+// the route's pattern (POST /api/v1/deployments) and carries it as http.route: a name
+// of few values, whatever ids the path holds.
+func NameRoute(pattern string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		span := trace.SpanFromContext(r.Context())
+		span.SetName(pattern)
+		span.SetAttributes(semconv.HTTPRoute(pattern))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// GRPCServerOption makes every call a gRPC server serves a span continuing the caller's
+// trace context.
+func GRPCServerOption() grpc.ServerOption {
+	return grpc.StatsHandler(otelgrpc.NewServerHandler())
+}
+
+// GRPCDialOption makes every call of a gRPC client a span whose context travels to the
+// server in the call's metadata.
+func GRPCDialOption() grpc.DialOption {
+	return grpc.WithStatsHandler(otelgrpc.NewClientHandler())
+}
+
+// TemporalInterceptor is the Temporal client and worker interceptor that carries trace
+// context in workflow and activity headers: starting a workflow, its activities and
+// their runs are spans of the caller's trace. It creates no span while a workflow
+// replays, so it is safe for determinism.
+func TemporalInterceptor() (interceptor.Interceptor, error) {
+	return temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		TextMapPropagator: otel.GetTextMapPropagator(),
+	})
+}
