@@ -14,6 +14,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/metricsserver"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 )
 
 func main() { cli.Main(newRootCommand()) }
@@ -35,6 +36,11 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 		Log:         func(c config.Agent) config.Log { return c.Log },
 		Run: func(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 			logger.InfoContext(ctx, "agent starting", "config", cfg)
+			stopTracing, err := telemetry.Start(ctx, cfg.Tracing, telemetry.ServiceAgent, logger)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			if err := run(ctx, cfg, logger); err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 )
 
 func main() { cli.Main(newRootCommand()) }
@@ -31,6 +32,11 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 		Load:        config.LoadMandible,
 		Log:         logConfig,
 		Run: func(ctx context.Context, cfg config.Mandible, logger *slog.Logger) error {
+			stopTracing, err := telemetry.Start(ctx, cfg.Tracing, telemetry.ServiceMandible, logger)
+			if err != nil {
+				return err
+			}
+			defer stopTracing()
 			return serve(ctx, cfg, logger, serveOpts)
 		},
 	}.Command()

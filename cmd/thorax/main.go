@@ -13,6 +13,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/metricsserver"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/thorax"
 )
 
@@ -44,6 +45,11 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 // (SIGTERM or interrupt), then drains it.
 func serve(ctx context.Context, cfg config.Thorax, logger *slog.Logger) error {
 	logger.InfoContext(ctx, "starting thorax", "config", cfg)
+	stopTracing, err := telemetry.Start(ctx, cfg.Tracing, telemetry.ServiceThorax, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	th, err := thorax.New(cfg, logger)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -74,5 +75,24 @@ func Setup(ctx context.Context, cfg config.Tracing, defaultService string, logge
 			return fmt.Errorf("flushing trace spans: %w", err)
 		}
 		return nil
+	}, nil
+}
+
+// flushTimeout bounds the flush of the last spans when a process stops.
+const flushTimeout = 5 * time.Second
+
+// Start is Setup for a process's main: the returned stop flushes the spans within
+// flushTimeout, logging a failure, and is meant to be deferred.
+func Start(ctx context.Context, cfg config.Tracing, defaultService string, logger *slog.Logger) (stop func(), err error) {
+	shutdown, err := Setup(ctx, cfg, defaultService, logger)
+	if err != nil {
+		return nil, fmt.Errorf("setting up tracing: %w", err)
+	}
+	return func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+		if err := shutdown(flushCtx); err != nil {
+			logger.WarnContext(flushCtx, "flushing trace spans failed", "err", err)
+		}
 	}, nil
 }
