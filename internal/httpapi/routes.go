@@ -106,9 +106,9 @@ func New(opts Options) http.Handler {
 	})
 	mux.Handle(apiCatchAll, apiMux)
 	if opts.Events != nil {
-		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, opts.Events)))
+		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, noteActor(opts.Events))))
 	}
-	return mux
+	return newInstrument(s.logger, reg).wrap(mux)
 }
 
 // apiCatchAll is the pattern that answers the API's paths no route serves: 405
@@ -127,7 +127,7 @@ type apiRoute struct {
 // catch-all), so the token is checked per route.
 func (s *server) routeAPI(mux *http.ServeMux, g *gate, dlq DLQ) {
 	for _, rt := range s.apiRoutes(dlq) {
-		mux.Handle(rt.pattern, g.authenticate(g.needs(rt.scope, rt.handler)))
+		mux.Handle(rt.pattern, g.authenticate(g.needs(rt.scope, noteActor(rt.handler))))
 	}
 }
 
