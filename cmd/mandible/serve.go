@@ -38,11 +38,11 @@ type serveOptions struct {
 func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts serveOptions) error {
 	logger = slog.New(httpapi.LogHandler(logger.Handler())) // an HTTP request's id on every line logged for it
 	logger.InfoContext(ctx, "starting mandible", "replica_id", cfg.ReplicaID, "config", cfg)
-	pool, err := openMigrated(ctx, cfg, logger)
+	dbs, err := openMigrated(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer dbs.Close()
 	registry := newRegistry()
 	temporal, payloadCodec, err := connectTemporal(ctx, &cfg, logger, registry)
 	if err != nil {
@@ -50,7 +50,7 @@ func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts s
 	}
 	defer temporal.Close()
 
-	r := &replica{cfg: cfg, logger: logger, pool: pool, temporal: temporal, codec: payloadCodec, registry: registry}
+	r := &replica{cfg: cfg, logger: logger, pool: dbs.pool, direct: dbs.direct, temporal: temporal, codec: payloadCodec, registry: registry}
 	if payloadCodec != nil {
 		r.secrets = payloadCodec // stays a nil interface (not a nil *codec.Codec) without a keyring
 	}
@@ -65,7 +65,7 @@ func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts s
 	} else {
 		logger.WarnContext(ctx, "running without a broker ([queue] enabled = false): Thorax finds commands by polling")
 	}
-	r.hub = pgnotify.NewHub(pool, logger, activities.ResultsChannel)
+	r.hub = pgnotify.NewHub(dbs.direct, logger, activities.ResultsChannel) // LISTEN needs a session
 	r.acts.Notifications = r.hub
 
 	w, err := workers.StartReplicaWorker(temporal, cfg.ReplicaID, r.acts)
@@ -122,9 +122,12 @@ func newRegistry() *prometheus.Registry {
 
 // replica is what one serving Mandible replica is built from.
 type replica struct {
-	cfg      config.Mandible
-	logger   *slog.Logger
-	pool     *pgxpool.Pool
+	cfg    config.Mandible
+	logger *slog.Logger
+	pool   *pgxpool.Pool
+	// direct is the pool of session connections (LISTEN): database.direct_url's, or
+	// pool itself without a pooler.
+	direct   *pgxpool.Pool
 	temporal client.Client
 	codec    *codec.Codec
 	// secrets seals and opens secret env values; nil without a keyring.

@@ -110,7 +110,7 @@ func (r *replica) runLoops(g *errgroup.Group, gctx context.Context) {
 		return workers.RunDispatch(gctx, workers.DispatchOptions{
 			Client:    r.temporal,
 			Namespace: cfg.Temporal.Namespace,
-			DB:        r.pool,
+			DB:        r.direct, // LISTEN needs a session
 			ReplicaID: cfg.ReplicaID,
 			Input: workflows.DispatcherInput{
 				ReplicaID:         cfg.ReplicaID,

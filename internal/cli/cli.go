@@ -43,6 +43,9 @@ type Daemon[C Config] struct {
 	Log func(C) config.Log
 	// Run serves with the loaded configuration until ctx ends.
 	Run func(ctx context.Context, cfg C, logger *slog.Logger) error
+	// Checks, when set, lists the dependencies check-config --connect reaches with the
+	// configuration; without it --connect has nothing to check.
+	Checks func(cfg C, logger *slog.Logger) []Check
 }
 
 // Command builds the daemon's root command, which loads the configuration and runs
@@ -74,20 +77,40 @@ func (d Daemon[C]) Command() (*cobra.Command, func() (C, error)) {
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "", d.ConfigUsage)
 	version.SetOn(root)
-	root.AddCommand(&cobra.Command{
+	root.AddCommand(d.checkConfigCommand(load))
+	return root, load
+}
+
+// checkConfigCommand is check-config: offline, it loads, validates and prints the
+// configuration; with --connect it then reaches each dependency, a line per check.
+func (d Daemon[C]) checkConfigCommand(load func() (C, error)) *cobra.Command {
+	var connect bool
+	cmd := &cobra.Command{
 		Use:   "check-config",
 		Short: "Load and validate the configuration, print it with secrets redacted, and exit",
-		Args:  cobra.NoArgs,
+		Long: `Load and validate the configuration, print it with secrets redacted, and exit.
+With --connect, also connect to each dependency the configuration names and print one
+line per check ("<check>: ok" or "<check>: FAILED: <why>"); the exit status is non-zero
+when a check failed.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := load()
 			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), cfg.String())
-			return nil
+			if !connect {
+				return nil
+			}
+			var checks []Check
+			if d.Checks != nil {
+				checks = d.Checks(cfg, slog.New(d.Log(cfg).Handler(cmd.ErrOrStderr())))
+			}
+			return runChecks(cmd.Context(), cmd.OutOrStdout(), checks)
 		},
-	})
-	return root, load
+	}
+	cmd.Flags().BoolVar(&connect, "connect", false, "also connect to each dependency the configuration names and report each")
+	return cmd
 }
 
 // Main executes root until SIGINT or SIGTERM ends its context, and exits 1 with the

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/mantis-deploy/mantis/internal/broker"
+	"github.com/mantis-deploy/mantis/internal/config"
+)
+
+// CheckTimeout bounds each check of check-config --connect: a dependency that does
+// not answer within it has failed.
+const CheckTimeout = 10 * time.Second
+
+// Lines that check-config --connect prints after a check's name.
+const (
+	CheckOK     = "ok"
+	CheckFailed = "FAILED:"
+)
+
+// Check is one dependency that check-config --connect reaches: Run connects to it and
+// returns a detail worth printing (a schema version, say), or why it failed.
+type Check struct {
+	Name string
+	Run  func(ctx context.Context) (detail string, err error)
+}
+
+// CheckError is the error of check-config --connect: the checks that failed, by name,
+// each with why.
+type CheckError struct {
+	Failed []string
+}
+
+// Error names every failed check and why.
+func (e *CheckError) Error() string {
+	return "dependency checks failed: " + strings.Join(e.Failed, "; ")
+}
+
+// runChecks runs the checks one after another, each within CheckTimeout, printing a
+// line per check: "<name>: ok[ (detail)]" or "<name>: FAILED: <why>".
+func runChecks(ctx context.Context, out io.Writer, checks []Check) error {
+	var failed []string
+	for _, c := range checks {
+		cctx, cancel := context.WithTimeout(ctx, CheckTimeout)
+		detail, err := c.Run(cctx)
+		cancel()
+		switch {
+		case err != nil:
+			why := strings.ReplaceAll(err.Error(), "\n", " ")
+			fmt.Fprintf(out, "%s: %s %s\n", c.Name, CheckFailed, why)
+			failed = append(failed, c.Name+": "+why)
+		case detail != "":
+			fmt.Fprintf(out, "%s: %s (%s)\n", c.Name, CheckOK, detail)
+		default:
+			fmt.Fprintf(out, "%s: %s\n", c.Name, CheckOK)
+		}
+	}
+	if len(failed) > 0 {
+		return &CheckError{Failed: failed}
+	}
+	return nil
+}
+
+// BrokerCheck is the check of the [queue] section: an AMQPS connection, with the
+// configured TLS and user, that opens a channel.
+func BrokerCheck(q config.Queue, name string) Check {
+	return Check{Name: "rabbitmq", Run: func(ctx context.Context) (string, error) {
+		done := make(chan error, 1)
+		go func() {
+			conn, err := broker.Dial(q, name)
+			if err != nil {
+				done <- err
+				return
+			}
+			defer conn.Close()
+			ch, err := conn.Channel()
+			if err != nil {
+				done <- fmt.Errorf("opening a channel: %w", err)
+				return
+			}
+			done <- ch.Close()
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("amqps://%s:%d vhost %s as %s", q.Host, q.Port, q.VHost, q.Username), nil
+		case <-ctx.Done():
+			return "", fmt.Errorf("connecting to broker at %s:%d: %w", q.Host, q.Port, ctx.Err())
+		}
+	}}
+}
