@@ -15,6 +15,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -111,6 +112,7 @@ func NewGRPCServer(srv *Server, creds credentials.TransportCredentials) *grpc.Se
 	}
 	gs := grpc.NewServer(append(guarded,
 		grpc.Creds(creds),
+		telemetry.GRPCServerOption(),
 		// A Thorax that vanished without closing its connection is noticed
 		// within a couple of minutes, and the commands it was waiting on are
 		// killed rather than left to run for nobody.

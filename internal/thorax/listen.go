@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -32,7 +33,7 @@ func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
 	conn, ok := a.conns[addr]
 	if !ok {
 		var err error
-		conn, err = grpc.NewClient(addr, grpc.WithTransportCredentials(a.creds), reconnectQuickly)
+		conn, err = grpc.NewClient(addr, grpc.WithTransportCredentials(a.creds), reconnectQuickly, telemetry.GRPCDialOption())
 		if err != nil {
 			return nil, err
 		}

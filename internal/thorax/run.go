@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mantis-deploy/mantis/internal/sdnotify"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"net"
 	"sync"
 	"time"
@@ -30,7 +31,7 @@ func (t *Thorax) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agents.listen %s: %w", t.cfg.Agents.Listen, err)
 	}
-	conn, err := grpc.NewClient(t.cfg.Mandible.Address, grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly)
+	conn, err := grpc.NewClient(t.cfg.Mandible.Address, grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly, telemetry.GRPCDialOption())
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("mandible.address %s: %w", t.cfg.Mandible.Address, err)
@@ -158,7 +159,7 @@ type agentsServer struct {
 
 // serveAgents starts serving the agents' gRPC service on ln.
 func (t *Thorax) serveAgents(ctx context.Context, ln net.Listener) *agentsServer {
-	a := &agentsServer{server: grpc.NewServer(t.serverOpts...), health: health.NewServer(), serveErr: make(chan error, 1)}
+	a := &agentsServer{server: grpc.NewServer(append([]grpc.ServerOption{telemetry.GRPCServerOption()}, t.serverOpts...)...), health: health.NewServer(), serveErr: make(chan error, 1)}
 	mantisv1.RegisterThoraxServiceServer(a.server, &agentService{t: t})
 	healthpb.RegisterHealthServer(a.server, a.health)
 	go func() {
