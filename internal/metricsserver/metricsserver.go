@@ -1,6 +1,8 @@
 // Package metricsserver is the opt-in plain-HTTP listener of Thorax and the agent
-// ([metrics] listen): /metrics with the Prometheus Go and process collectors, and
-// /healthz, which answers 200 while the process serves.
+// ([metrics] listen): /metrics with the Prometheus Go and process collectors,
+// /healthz, which answers 200 while the process serves, and /readyz, which
+// answers 200 only while the process's readiness check passes (Thorax registered
+// with Mandible, the agent polling or serving) and 503 naming why otherwise.
 package metricsserver
 
 import (
@@ -10,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +24,7 @@ import (
 const (
 	MetricsPath = "/metrics"
 	HealthPath  = "/healthz"
+	ReadyPath   = "/readyz"
 )
 
 // shutdownGrace bounds the listener's stop once its context ends.
@@ -33,6 +37,7 @@ type Server struct {
 	ln       net.Listener
 	srv      *http.Server
 	logger   *slog.Logger
+	ready    atomic.Pointer[func() error]
 }
 
 // Listen binds addr and prepares the handlers; Run serves them.
@@ -49,12 +54,36 @@ func Listen(addr string, logger *slog.Logger) (*Server, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	return &Server{
+	s := &Server{
 		Registry: reg,
 		ln:       ln,
 		srv:      &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
 		logger:   logger,
-	}, nil
+	}
+	mux.HandleFunc("GET "+ReadyPath, s.serveReady)
+	return s, nil
+}
+
+// SetReadiness makes /readyz answer 200 while check returns nil and 503 with
+// its error otherwise. Until it is set, /readyz answers 503: the process has
+// not said it is ready.
+func (s *Server) SetReadiness(check func() error) { s.ready.Store(&check) }
+
+// errNoReadiness is /readyz's answer before SetReadiness.
+var errNoReadiness = errors.New("starting")
+
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	err := errNoReadiness
+	if check := s.ready.Load(); check != nil {
+		err = (*check)()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
 }
 
 // Addr is the bound address (useful when the configured port was 0).

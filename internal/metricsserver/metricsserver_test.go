@@ -2,9 +2,11 @@ package metricsserver_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,4 +54,32 @@ func TestListenRefusesABusyAddress(t *testing.T) {
 	require.NoError(t, err)
 	_, err = metricsserver.Listen(s.Addr().String(), slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "listening for metrics on")
+}
+
+func TestReadyAnswersWhatTheReadinessCheckSays(t *testing.T) {
+	t.Parallel()
+	s, err := metricsserver.Listen("127.0.0.1:0", slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = s.Run(ctx) }()
+
+	code, body := get(t, s, metricsserver.ReadyPath)
+	require.Equal(t, http.StatusServiceUnavailable, code, "not ready before the process says how to tell")
+	require.Equal(t, "not ready: starting\n", body)
+
+	var ready atomic.Bool
+	s.SetReadiness(func() error {
+		if !ready.Load() {
+			return errors.New("not registered with mandible")
+		}
+		return nil
+	})
+	code, body = get(t, s, metricsserver.ReadyPath)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "not ready: not registered with mandible\n", body)
+	ready.Store(true)
+	code, body = get(t, s, metricsserver.ReadyPath)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok\n", body)
 }
