@@ -47,6 +47,7 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 			logger.InfoContext(ctx, "agent stopped")
 			return nil
 		},
+		Checks: dependencyChecks,
 	}.Command()
 	return root
 }

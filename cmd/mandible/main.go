@@ -39,6 +39,7 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 			defer stopTracing()
 			return serve(ctx, cfg, logger, serveOpts)
 		},
+		Checks: dependencyChecks,
 	}.Command()
 	root.Flags().BoolVar(&serveOpts.pauseAfterClaim, "test-pause-after-claim", false, "test hook: block every claim before delivery")
 	_ = root.Flags().MarkHidden("test-pause-after-claim")

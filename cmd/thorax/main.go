@@ -37,6 +37,7 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 		Load:        config.LoadThorax,
 		Log:         func(c config.Thorax) config.Log { return c.Log },
 		Run:         serve,
+		Checks:      dependencyChecks,
 	}.Command()
 	return root
 }

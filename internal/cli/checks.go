@@ -7,6 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
 )
@@ -92,5 +96,26 @@ func BrokerCheck(q config.Queue, name string) Check {
 		case <-ctx.Done():
 			return "", fmt.Errorf("connecting to broker at %s:%d: %w", q.Host, q.Port, ctx.Err())
 		}
+	}}
+}
+
+// GRPCCheck is the check of a gRPC server the daemon calls: a connection over creds
+// (the daemon's own TLS, checking the server's role) and a call of its health
+// service.
+func GRPCCheck(name, addr string, creds credentials.TransportCredentials) Check {
+	return Check{Name: name, Run: func(ctx context.Context) (string, error) {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			return "", fmt.Errorf("dialling %s: %w", addr, err)
+		}
+		defer conn.Close()
+		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return "", fmt.Errorf("calling the health service at %s: %w", addr, err)
+		}
+		if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			return "", fmt.Errorf("%s answers %s", addr, resp.GetStatus())
+		}
+		return addr + " serving", nil
 	}}
 }
