@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // RequestIDHeader carries a request's id: taken from the request when it has a
@@ -192,16 +193,23 @@ func (rec *recorder) statusCode() int {
 }
 
 // LogHandler wraps h so that every record logged with the context of an HTTP
-// request carries the request's id as http_request_id (request_id names a dispatch request).
+// request carries the request's id as http_request_id (request_id names a
+// dispatch request), and every record logged within a traced span its trace_id.
 func LogHandler(h slog.Handler) slog.Handler { return contextHandler{h} }
 
 type contextHandler struct{ slog.Handler }
 
 // Handle adds the request id of ctx, if any, to r.
 func (c contextHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := RequestID(ctx); id != "" {
+	id, span := RequestID(ctx), trace.SpanContextFromContext(ctx)
+	if id != "" || span.HasTraceID() {
 		r = r.Clone()
+	}
+	if id != "" {
 		r.AddAttrs(slog.String("http_request_id", id))
+	}
+	if span.HasTraceID() {
+		r.AddAttrs(slog.String("trace_id", span.TraceID().String()))
 	}
 	return c.Handler.Handle(ctx, r)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
@@ -162,4 +163,20 @@ func TestEveryRequestHasAnIDInItsAnswerAndItsLogLines(t *testing.T) {
 	require.Contains(t, access[0], "duration")
 	require.Equal(t, generated, access[1]["http_request_id"])
 	require.Equal(t, "", access[1]["actor"])
+}
+
+func TestLogLinesOfATracedSpanCarryItsTraceID(t *testing.T) {
+	t.Parallel()
+	logs := &lockedBuffer{}
+	logger := slog.New(httpapi.LogHandler(slog.NewJSONHandler(logs, nil)))
+	traceID := trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	ctx := trace.ContextWithSpanContext(httpapi.WithRequestID(context.Background(), "r-1"),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID, SpanID: trace.SpanID{1}}))
+	logger.InfoContext(ctx, "traced")
+	logger.InfoContext(context.Background(), "untraced")
+	recs := logs.records(t)
+	require.Equal(t, traceID.String(), recs[0]["trace_id"])
+	require.Equal(t, "r-1", recs[0]["http_request_id"])
+	require.NotContains(t, recs[1], "trace_id")
+	require.NotContains(t, recs[1], "http_request_id")
 }
