@@ -25,6 +25,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/sse"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/workers"
@@ -158,7 +159,8 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 	if !r.cfg.GRPC.Insecure {
 		guard = grpcapi.NewGuard(r.logger, idMetrics)
 	}
-	grpcServer, err := newGRPCServer(r.cfg.GRPC, r.logger, guard, rpcmetrics.New(r.registry).ServerOptions()...)
+	grpcServer, err := newGRPCServer(r.cfg.GRPC, r.logger, guard,
+		append(rpcmetrics.New(r.registry).ServerOptions(), telemetry.GRPCServerOption())...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,7 +215,7 @@ func (r *replica) newHTTP(tokens *tokenSource, events *sse.Broker) *http.Server 
 	})
 	return &http.Server{
 		Addr:              cfg.HTTP.Listen,
-		Handler:           withCodecEndpoint(api, cfg, r.codec, tokens.keys, r.logger),
+		Handler:           telemetry.HTTPHandler(withCodecEndpoint(api, cfg, r.codec, tokens.keys, r.logger)),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 }
