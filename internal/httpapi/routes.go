@@ -16,6 +16,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -127,7 +128,7 @@ type apiRoute struct {
 // catch-all), so the token is checked per route.
 func (s *server) routeAPI(mux *http.ServeMux, g *gate, dlq DLQ) {
 	for _, rt := range s.apiRoutes(dlq) {
-		mux.Handle(rt.pattern, g.authenticate(g.needs(rt.scope, noteActor(rt.handler))))
+		mux.Handle(rt.pattern, telemetry.NameRoute(rt.pattern, g.authenticate(g.needs(rt.scope, noteActor(rt.handler)))))
 	}
 }
 
