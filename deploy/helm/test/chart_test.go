@@ -122,9 +122,11 @@ func checkDefaults(t *testing.T, m *manifests) {
 	checkNetworkPolicies(t, m)
 	// Every secret value comes from the one default Secret.
 	require.Equal(t, map[string]string{
-		"MANTIS_DATABASE_URL":   "mantis/database-url",
-		"MANTIS_QUEUE_PASSWORD": "mantis/rabbitmq-mandible-password",
-	}, secretEnv(mandible.Spec.Template.Spec.Containers[0]))
+		"database-url":   "mantis/database-url",
+		"queue-password": "mantis/rabbitmq-mandible-password",
+	}, secretFiles(mandible.Spec.Template.Spec))
+	require.Equal(t, map[string]string{"queue-password": "mantis/rabbitmq-thorax-password"},
+		secretFiles(m.Deployments["mantis-thorax"].Spec.Template.Spec))
 	require.Equal(t, "mantis-mandible-tls", secretVolume(t, mandible, "tls"))
 	require.Equal(t, "mantis-thorax-tls", secretVolume(t, m.Deployments["mantis-thorax"], "tls"))
 	require.Contains(t, m.Notes, "deploy/systemd/mantis-agent.service", "NOTES says host agents are not in the cluster")
@@ -156,8 +158,8 @@ func checkCertManagerAgentsMonitoring(t *testing.T, m *manifests) {
 	// stop_timeout 15 s + kill_grace 5 s + 5 s + margin 5 s.
 	require.Equal(t, int64(30), *web1.TerminationGracePeriodSeconds)
 
-	mandible := m.Deployments["mantis-mandible"].Spec.Template.Spec.Containers[0]
-	require.Equal(t, "mantis/temporal-api-key", secretEnv(mandible)["MANTIS_TEMPORAL_API_KEY"])
+	mandible := m.Deployments["mantis-mandible"].Spec.Template.Spec
+	require.Equal(t, "mantis/temporal-api-key", secretFiles(mandible)["temporal-api-key"])
 	// A drain of 60 s: preStop 5 s + 60 s + margin 10 s.
 	require.Equal(t, int64(75), *m.Deployments["mantis-thorax"].Spec.Template.Spec.TerminationGracePeriodSeconds)
 	require.Contains(t, m.NetworkPolicies, "mantis-agent")
@@ -169,13 +171,12 @@ func checkExternalSecrets(t *testing.T, m *manifests) {
 	mandible := m.Deployments["mantis-mandible"]
 	require.Equal(t, int32(3), *mandible.Spec.Replicas)
 	require.Equal(t, map[string]string{
-		"MANTIS_DATABASE_URL":       "mantis-db/url",
-		"MANTIS_QUEUE_PASSWORD":     "mantis-broker/mandible",
-		"MANTIS_ANALYSIS_MODEL_KEY": "mantis-model/key",
-	}, secretEnv(mandible.Spec.Template.Spec.Containers[0]))
+		"database-url":       "mantis-db/url",
+		"queue-password":     "mantis-broker/mandible",
+		"analysis-model-key": "mantis-model/key",
+	}, secretFiles(mandible.Spec.Template.Spec))
 	thorax := m.Deployments["mantis-thorax"]
-	require.Equal(t, map[string]string{"MANTIS_QUEUE_PASSWORD": "mantis-broker/thorax"},
-		secretEnv(thorax.Spec.Template.Spec.Containers[0]))
+	require.Equal(t, map[string]string{"queue-password": "mantis-broker/thorax"}, secretFiles(thorax.Spec.Template.Spec))
 	require.Equal(t, "mantis-api", secretVolume(t, mandible, "tokens"))
 	require.Equal(t, "mantis-codec", secretVolume(t, mandible, "codec"))
 	require.Equal(t, "mandible-pki", secretVolume(t, mandible, "tls"))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/metricsserver"
 )
 
-// Placeholders for values a pod reads at run time: a Secret's and its own name.
+// Placeholders for values a pod reads at run time: its Secrets' files and its name.
 const (
 	placeholderDatabaseURL = "postgres://mantis:placeholder@postgres:5432/mantis"
 	placeholderSecret      = "placeholder-secret-value"
@@ -83,8 +84,9 @@ func loadConfig(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1.Contain
 	var l loaded
 	_, err := toml.Decode(text, &l.raw)
 	require.NoError(t, err, "%s: %s is TOML", c.Name, file)
-	path := filepath.Join(t.TempDir(), rel)
-	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	root := materialize(t, m, pod, c)
+	path := filepath.Join(root, file)
+	require.NoError(t, os.WriteFile(path, []byte(rooted(c, root, text)), 0o600))
 	env := containerEnv(t, c)
 	switch bin := filepath.Base(c.Command[0]); bin {
 	case "mandible":
@@ -100,8 +102,43 @@ func loadConfig(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1.Contain
 	return l, cm.Name
 }
 
-// containerEnv is the environment the container starts with, Secrets and the
-// downward API replaced by placeholders.
+// materialize lays out the container's mounts under a temporary root: every
+// directory, and in it the files a Secret, ConfigMap or projected volume holds,
+// Secrets' with placeholders (the database URL one that parses as such).
+func materialize(t *testing.T, m *manifests, pod corev1.PodSpec, c corev1.Container) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, vm := range c.VolumeMounts {
+		dir := filepath.Join(root, vm.MountPath)
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		for _, f := range volumeFiles(m, *volume(pod, vm.Name)) {
+			content := placeholderSecret
+			if f == "database-url" {
+				content = placeholderDatabaseURL + "\n"
+			}
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(content), 0o600))
+		}
+	}
+	return root
+}
+
+// rooted rewrites the quoted absolute paths of text that lie in the container's
+// mounts to the same paths under root.
+func rooted(c corev1.Container, root, text string) string {
+	return quotedPath.ReplaceAllStringFunc(text, func(q string) string {
+		if mount, _ := mountOf(c, strings.Trim(q, `"`)); mount != nil {
+			return `"` + root + strings.Trim(q, `"`) + `"`
+		}
+		return q
+	})
+}
+
+// quotedPath is a TOML string holding an absolute path.
+var quotedPath = regexp.MustCompile(`"/[^"]*"`)
+
+// containerEnv is the environment the container starts with, the downward
+// API's pod name replaced by a placeholder.
 func containerEnv(t *testing.T, c corev1.Container) func(string) (string, bool) {
 	t.Helper()
 	vars := map[string]string{}
@@ -109,13 +146,10 @@ func containerEnv(t *testing.T, c corev1.Container) func(string) (string, bool) 
 		switch {
 		case e.ValueFrom == nil:
 			vars[e.Name] = e.Value
-		case e.ValueFrom.SecretKeyRef != nil && e.Name == "MANTIS_DATABASE_URL":
-			vars[e.Name] = placeholderDatabaseURL
-		case e.ValueFrom.SecretKeyRef != nil:
-			vars[e.Name] = placeholderSecret
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			vars[e.Name] = placeholderPodName
 		default:
+			// Secrets are files (the *_file keys), never variables.
 			t.Fatalf("%s: variable %s from an unexpected source", c.Name, e.Name)
 		}
 	}

@@ -176,12 +176,16 @@ func egressPorts(np *networkingv1.NetworkPolicy) []int32 {
 	return out
 }
 
-// secretEnv maps each variable taken from a Secret to "<secret>/<key>".
-func secretEnv(c corev1.Container) map[string]string {
+// secretFiles maps each file of the pod's "secrets" volume to "<secret>/<key>".
+func secretFiles(pod corev1.PodSpec) map[string]string {
 	out := map[string]string{}
-	for _, e := range c.Env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			out[e.Name] = e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+	v := volume(pod, "secrets")
+	if v == nil || v.Projected == nil {
+		return out
+	}
+	for _, src := range v.Projected.Sources {
+		for _, it := range src.Secret.Items {
+			out[it.Path] = src.Secret.Name + "/" + it.Key
 		}
 	}
 	return out

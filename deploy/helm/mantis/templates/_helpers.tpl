@@ -53,11 +53,13 @@ app.kubernetes.io/part-of: mantis
 {{- default (include "mantis.fullname" .) .Values.secrets.name }}
 {{- end }}
 
-{{/* A secretKeyRef of one secrets.* item: (dict "root" $ "item" .Values.secrets.databaseURL). */}}
-{{- define "mantis.secretKeyRef" -}}
-secretKeyRef:
-  name: {{ default (include "mantis.secretsName" .root) .item.secret }}
-  key: {{ .item.key }}
+{{/* One secrets.* item as the file "path" of the projected volume "secrets": (dict "root" $ "item" .Values.secrets.databaseURL "path" "database-url"). */}}
+{{- define "mantis.secretProjection" -}}
+- secret:
+    name: {{ default (include "mantis.secretsName" .root) .item.secret }}
+    items:
+      - key: {{ .item.key }}
+        path: {{ .path }}
 {{- end }}
 
 {{/* A Secret volume holding one secrets.* item as the file "name": (dict "root" $ "item" ... "volume" "tokens" "file" "tokens.toml"). */}}
@@ -145,7 +147,7 @@ enabled = {{ $r.enabled }}
 host = {{ $r.host | quote }}
 port = {{ $r.port }}
 username = {{ .username | quote }}
-# password: MANTIS_QUEUE_PASSWORD, from a Secret
+password_file = "/etc/mantis/secrets/queue-password"
 vhost = {{ $r.vhost | quote }}
 ca_cert_path = {{ ternary "/etc/mantis/rabbitmq/ca.crt" "/etc/mantis/tls/ca.crt" (ne $r.caSecret.name "") | quote }}
 {{- if $r.clientCertificate }}
