@@ -62,7 +62,8 @@ func serve(ctx context.Context, cfg config.Thorax, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	metrics.Registry.MustRegister(th.IdentityMetrics())
+	metrics.Registry.MustRegister(th.IdentityMetrics(), th.Metrics())
+	metrics.SetReadiness(th.Readiness)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return metrics.Run(ctx) })
 	g.Go(func() error { return th.Run(ctx) })

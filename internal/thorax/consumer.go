@@ -51,7 +51,7 @@ func (t *Thorax) registrationWatch() (string, <-chan struct{}) {
 // uuid per instance id, kept across reconnections.
 func (t *Thorax) consume(ctx context.Context) {
 	defer t.SetBrokerHealthy(false)
-	handler := broker.NudgeHandler(nudgeProcessor{t}, t.logger)
+	handler := broker.NudgeHandler(countedNudges{p: nudgeProcessor{t}, metrics: t.metrics}, t.logger)
 	bo := brokerBackoff
 	var tagID, tag string
 	// attempt counts the tries since the consumers last ran (0: they just

@@ -96,6 +96,7 @@ func (t *Thorax) fetchLoop(ctx context.Context) {
 // fetch claims commands from Mandible and hands them off. full says Mandible
 // answered with as many as asked, so more may be waiting.
 func (t *Thorax) fetch(ctx context.Context, commandIDs []string) (cmds []*mantisv1.Command, full bool, err error) {
+	defer func() { t.metrics.fetchedCommands(len(cmds), err) }()
 	if t.book.isDraining() {
 		return nil, false, ErrDraining
 	}

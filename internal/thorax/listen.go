@@ -3,6 +3,7 @@ package thorax
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,12 +20,13 @@ import (
 // reconnects each on its own.
 type agentConns struct {
 	creds credentials.TransportCredentials
+	extra []grpc.DialOption // the metrics interceptors
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
-func newAgentConns(creds credentials.TransportCredentials) *agentConns {
-	return &agentConns{creds: creds, conns: map[string]*grpc.ClientConn{}}
+func newAgentConns(creds credentials.TransportCredentials, extra ...grpc.DialOption) *agentConns {
+	return &agentConns{creds: creds, extra: extra, conns: map[string]*grpc.ClientConn{}}
 }
 
 func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
@@ -33,7 +35,8 @@ func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
 	conn, ok := a.conns[addr]
 	if !ok {
 		var err error
-		conn, err = grpc.NewClient(addr, grpc.WithTransportCredentials(a.creds), reconnectQuickly, telemetry.GRPCDialOption())
+		conn, err = grpc.NewClient(addr, append(slices.Clone(a.extra),
+			grpc.WithTransportCredentials(a.creds), reconnectQuickly, telemetry.GRPCDialOption())...)
 		if err != nil {
 			return nil, err
 		}

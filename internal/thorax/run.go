@@ -31,7 +31,8 @@ func (t *Thorax) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agents.listen %s: %w", t.cfg.Agents.Listen, err)
 	}
-	conn, err := grpc.NewClient(t.cfg.Mandible.Address, grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly, telemetry.GRPCDialOption())
+	conn, err := grpc.NewClient(t.cfg.Mandible.Address, append(t.metrics.rpc.DialOptions(),
+		grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly, telemetry.GRPCDialOption())...)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("mandible.address %s: %w", t.cfg.Mandible.Address, err)
@@ -135,6 +136,7 @@ func (t *Thorax) serveRegistered(ctx, work context.Context, stopWork context.Can
 // once the claiming loops have ended, and waits, within drainCtx, for the commands
 // still out to agents.
 func (t *Thorax) drain(drainCtx context.Context, agents *agentsServer, loops *sync.WaitGroup) {
+	start := time.Now()
 	unhanded := t.book.startDrain()
 	_ = sdnotify.Stopping()
 	agents.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -142,11 +144,13 @@ func (t *Thorax) drain(drainCtx context.Context, agents *agentsServer, loops *sy
 	t.beatNow()
 	loops.Wait()
 	t.release(drainCtx, unhanded, "drain")
+	var abandoned []string
 	if err := t.book.waitEmpty(drainCtx); err != nil {
-		remaining := t.book.remaining()
+		abandoned = t.book.remaining()
 		t.logger.WarnContext(drainCtx, "drain timed out: abandoning commands still out to agents",
-			"commands", len(remaining), "command_ids", remaining)
+			"commands", len(abandoned), "command_ids", abandoned)
 	}
+	t.metrics.drained(time.Since(start), len(abandoned))
 }
 
 // agentsServer is the gRPC server agents call, with its health service.

@@ -94,6 +94,7 @@ type Thorax struct {
 	agentGuard *identity.Guard
 	registry   *prometheus.Registry
 	idMetrics  *identity.Metrics
+	metrics    *metrics
 
 	book   *book
 	agents *agentConns
@@ -148,6 +149,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		registry:        prometheus.NewRegistry(),
 	}
 	t.idMetrics = identity.NewMetrics(t.registry)
+	t.metrics = newMetrics(t, t.registry)
 	if cfg.Mandible.Insecure {
 		t.mandibleCreds = insecure.NewCredentials()
 	} else {
@@ -181,7 +183,9 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 			return nil, fmt.Errorf("queue TLS: %w", err)
 		}
 	}
-	t.agents = newAgentConns(t.agentCreds)
+	t.agents = newAgentConns(t.agentCreds, t.metrics.rpc.DialOptions()...)
+	// Outermost, so that calls the guard refuses are counted too.
+	t.serverOpts = append(t.metrics.rpc.ServerOptions(), t.serverOpts...)
 	return t, nil
 }
 
