@@ -32,6 +32,8 @@ type Command struct {
 	WorkingDir        string
 	ListenAddress     string
 	MaxRetries        int
+	// TraceParent is the W3C trace context the command was enqueued in, "" for none.
+	TraceParent string
 }
 
 // ErrNotHeld is returned when a Thorax instance writes about a command that is not in
@@ -98,6 +100,7 @@ func claimedCommand(row dbsqlc.ClaimCommandsRow) (Command, error) {
 		ID: row.ID, DispatchRequestID: row.DispatchRequestID, Target: row.Target, Mode: row.Mode, Command: row.Command,
 		Timeout: row.Timeout, Priority: row.Priority, LeaseEpoch: row.LeaseEpoch, DeploymentID: row.DeploymentID,
 		StepPosition: stepPosition(row.StepPosition), WorkingDir: row.WorkingDir, ListenAddress: row.ListenAddress, MaxRetries: int(row.MaxRetries),
+		TraceParent: row.TraceParent,
 	}
 	if err := json.Unmarshal(row.Env, &c.Env); err != nil {
 		return Command{}, fmt.Errorf("command %s env: %w", c.ID, err)

@@ -60,6 +60,8 @@ type DispatchedCommand struct {
 	Priority           string     `json:"priority"`
 	AssignedInstanceID *uuid.UUID `json:"assigned_instance_id,omitempty"`
 	MaxRetries         int        `json:"max_retries"`
+	// TraceParent is the W3C trace context the request was enqueued in, "" for none.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // DeliverOptions tunes DeliverClaimed.
@@ -153,7 +155,7 @@ func (p *deliveryPlan) add(id uuid.UUID, r dbsqlc.LoadClaimedBatchRow, ok bool) 
 		// then skips the broker's free requeue too.
 		retries := MaxDispatchRetries - int(r.Attempts)
 		out.Command = &DispatchedCommand{ID: cmd, Target: r.Target, Mode: r.Mode, Priority: r.Priority,
-			AssignedInstanceID: r.AssignedInstanceID, MaxRetries: retries}
+			AssignedInstanceID: r.AssignedInstanceID, MaxRetries: retries, TraceParent: r.TraceParent}
 		w := &p.writes
 		w.CommandIds, w.CommandRequests, w.CommandRetries = append(w.CommandIds, cmd), append(w.CommandRequests, id), append(w.CommandRetries, int32(retries))
 		p.write(id, StatusDispatched, "")

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -66,6 +67,7 @@ func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchReque
 	if err != nil {
 		return nil, err
 	}
+	params.TraceParent = telemetry.TraceParent(ctx) // the requests continue the enqueuer's trace
 	inserted, err := queries.InsertDispatchRequests(ctx, db, params)
 	if err != nil {
 		return nil, fmt.Errorf("inserting dispatch requests: %w", err)

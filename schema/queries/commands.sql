@@ -32,10 +32,11 @@ WITH due AS (
     WHERE c.id = due.id AND t.id = c.target_id
     RETURNING c.id, c.dispatch_request_id, t.name AS target, t.mode, c.command, c.timeout, c.priority, c.lease_epoch,
               c.deployment_id, c.step_position, c.env, coalesce(c.working_dir, '')::text AS working_dir,
-              coalesce(t.address, '')::text AS listen_address, c.max_retries, c.priority_rank, c.created_at
+              coalesce(t.address, '')::text AS listen_address, c.max_retries, c.priority_rank, c.created_at,
+              coalesce(c.trace_parent, '')::text AS trace_parent
 )
 SELECT id, dispatch_request_id, target, mode, command, timeout, priority, lease_epoch, deployment_id, step_position,
-       env, working_dir, listen_address, max_retries
+       env, working_dir, listen_address, max_retries, trace_parent
 FROM claimed
 ORDER BY priority_rank, created_at;
 

@@ -12,7 +12,7 @@ SELECT p.id, p.status,
        EXISTS (SELECT 1 FROM thorax_instances i
                WHERE i.id = t.assigned_instance_id AND i.status = 'live'
                  AND i.last_heartbeat_at > now() - @heartbeat_timeout::interval)::bool AS live,
-       (t.deregistered_at IS NOT NULL)::bool AS deregistered,
+       (t.deregistered_at IS NOT NULL)::bool AS deregistered, coalesce(p.trace_parent, '')::text AS trace_parent,
        (SELECT c.id FROM command_queue c
         WHERE c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts) AS existing_command_id
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@epochs::bigint[]) AS epoch) AS b
@@ -29,9 +29,11 @@ FOR UPDATE OF p;
 -- attempt time.
 WITH commands AS (
     INSERT INTO command_queue (id, dispatch_request_id, dispatch_attempt, target_id, deployment_id, step_position,
-                               command, timeout, env, working_dir, priority, mode, assigned_instance_id, max_retries)
+                               command, timeout, env, working_dir, priority, mode, assigned_instance_id, max_retries,
+                               trace_parent)
     SELECT n.id, p.id, p.attempts, p.target_id, p.deployment_id, p.step_position,
-           p.command, p.timeout, p.env, p.working_dir, p.priority, t.mode, t.assigned_instance_id, n.retries
+           p.command, p.timeout, p.env, p.working_dir, p.priority, t.mode, t.assigned_instance_id, n.retries,
+           p.trace_parent
     FROM (SELECT unnest(@command_ids::uuid[]) AS id, unnest(@command_requests::uuid[]) AS req,
                  unnest(@command_retries::int[]) AS retries) AS n
     JOIN pending_dispatch_requests p ON p.id = n.req

@@ -46,10 +46,11 @@ WITH due AS (
     WHERE c.id = due.id AND t.id = c.target_id
     RETURNING c.id, c.dispatch_request_id, t.name AS target, t.mode, c.command, c.timeout, c.priority, c.lease_epoch,
               c.deployment_id, c.step_position, c.env, coalesce(c.working_dir, '')::text AS working_dir,
-              coalesce(t.address, '')::text AS listen_address, c.max_retries, c.priority_rank, c.created_at
+              coalesce(t.address, '')::text AS listen_address, c.max_retries, c.priority_rank, c.created_at,
+              coalesce(c.trace_parent, '')::text AS trace_parent
 )
 SELECT id, dispatch_request_id, target, mode, command, timeout, priority, lease_epoch, deployment_id, step_position,
-       env, working_dir, listen_address, max_retries
+       env, working_dir, listen_address, max_retries, trace_parent
 FROM claimed
 ORDER BY priority_rank, created_at
 `
@@ -76,6 +77,7 @@ type ClaimCommandsRow struct {
 	WorkingDir        string
 	ListenAddress     string
 	MaxRetries        int32
+	TraceParent       string
 }
 
 // ClaimCommands claims up to max_rows queued commands for the instance — of listen-mode
@@ -111,6 +113,7 @@ func (q *Queries) ClaimCommands(ctx context.Context, db DBTX, arg ClaimCommandsP
 			&i.WorkingDir,
 			&i.ListenAddress,
 			&i.MaxRetries,
+			&i.TraceParent,
 		); err != nil {
 			return nil, err
 		}

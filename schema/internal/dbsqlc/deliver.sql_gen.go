@@ -21,7 +21,7 @@ SELECT p.id, p.status,
        EXISTS (SELECT 1 FROM thorax_instances i
                WHERE i.id = t.assigned_instance_id AND i.status = 'live'
                  AND i.last_heartbeat_at > now() - $2::interval)::bool AS live,
-       (t.deregistered_at IS NOT NULL)::bool AS deregistered,
+       (t.deregistered_at IS NOT NULL)::bool AS deregistered, coalesce(p.trace_parent, '')::text AS trace_parent,
        (SELECT c.id FROM command_queue c
         WHERE c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts) AS existing_command_id
 FROM (SELECT unnest($3::uuid[]) AS id, unnest($4::bigint[]) AS epoch) AS b
@@ -52,6 +52,7 @@ type LoadClaimedBatchRow struct {
 	AssignedInstanceID *uuid.UUID
 	Live               bool
 	Deregistered       bool
+	TraceParent        string
 	ExistingCommandID  uuid.UUID
 }
 
@@ -89,6 +90,7 @@ func (q *Queries) LoadClaimedBatch(ctx context.Context, db DBTX, arg LoadClaimed
 			&i.AssignedInstanceID,
 			&i.Live,
 			&i.Deregistered,
+			&i.TraceParent,
 			&i.ExistingCommandID,
 		); err != nil {
 			return nil, err
@@ -104,9 +106,11 @@ func (q *Queries) LoadClaimedBatch(ctx context.Context, db DBTX, arg LoadClaimed
 const recordDeliveryOutcomes = `-- name: RecordDeliveryOutcomes :many
 WITH commands AS (
     INSERT INTO command_queue (id, dispatch_request_id, dispatch_attempt, target_id, deployment_id, step_position,
-                               command, timeout, env, working_dir, priority, mode, assigned_instance_id, max_retries)
+                               command, timeout, env, working_dir, priority, mode, assigned_instance_id, max_retries,
+                               trace_parent)
     SELECT n.id, p.id, p.attempts, p.target_id, p.deployment_id, p.step_position,
-           p.command, p.timeout, p.env, p.working_dir, p.priority, t.mode, t.assigned_instance_id, n.retries
+           p.command, p.timeout, p.env, p.working_dir, p.priority, t.mode, t.assigned_instance_id, n.retries,
+           p.trace_parent
     FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS req,
                  unnest($6::int[]) AS retries) AS n
     JOIN pending_dispatch_requests p ON p.id = n.req

@@ -45,19 +45,22 @@ func (q *Queries) DispatchRequestsByKey(ctx context.Context, db DBTX, keys []str
 
 const insertDispatchRequests = `-- name: InsertDispatchRequests :many
 INSERT INTO pending_dispatch_requests
-    (idempotency_key, target_id, deployment_id, step_position, command, timeout, priority, env, working_dir, expires_at)
+    (idempotency_key, target_id, deployment_id, step_position, command, timeout, priority, env, working_dir, expires_at,
+     trace_parent)
 SELECT r.k, r.t, nullif(r.d, '00000000-0000-0000-0000-000000000000'::uuid),
        CASE WHEN r.d <> '00000000-0000-0000-0000-000000000000'::uuid THEN r.s END,
-       r.c, make_interval(secs => r.us / 1e6), r.p, r.e::jsonb, nullif(r.w, ''), now() + $1::interval
-FROM (SELECT unnest($2::text[]) AS k, unnest($3::uuid[]) AS t, unnest($4::uuid[]) AS d,
-             unnest($5::int[]) AS s, unnest($6::text[]) AS c, unnest($7::bigint[]) AS us,
-             unnest($8::text[]) AS p, unnest($9::text[]) AS e, unnest($10::text[]) AS w) AS r
+       r.c, make_interval(secs => r.us / 1e6), r.p, r.e::jsonb, nullif(r.w, ''), now() + $1::interval,
+       nullif($2::text, '')
+FROM (SELECT unnest($3::text[]) AS k, unnest($4::uuid[]) AS t, unnest($5::uuid[]) AS d,
+             unnest($6::int[]) AS s, unnest($7::text[]) AS c, unnest($8::bigint[]) AS us,
+             unnest($9::text[]) AS p, unnest($10::text[]) AS e, unnest($11::text[]) AS w) AS r
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING idempotency_key, id, expires_at
 `
 
 type InsertDispatchRequestsParams struct {
 	Ttl           time.Duration
+	TraceParent   string
 	Keys          []string
 	TargetIds     []uuid.UUID
 	DeploymentIds []uuid.UUID
@@ -78,10 +81,12 @@ type InsertDispatchRequestsRow struct {
 // InsertDispatchRequests writes one request per array position, skipping the keys that
 // already name a request. The arrays cannot hold NULL: a zero deployment id and an empty
 // working directory stand for none, and a step position counts only with a deployment.
-// The insert's trigger notifies mantis_dispatch_requests once per statement.
+// The insert's trigger notifies mantis_dispatch_requests once per statement. Every
+// request of the batch carries trace_parent, the trace context of the enqueue (” none).
 func (q *Queries) InsertDispatchRequests(ctx context.Context, db DBTX, arg InsertDispatchRequestsParams) ([]InsertDispatchRequestsRow, error) {
 	rows, err := db.Query(ctx, insertDispatchRequests,
 		arg.Ttl,
+		arg.TraceParent,
 		arg.Keys,
 		arg.TargetIds,
 		arg.DeploymentIds,

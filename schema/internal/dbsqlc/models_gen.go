@@ -58,6 +58,7 @@ type CommandQueue struct {
 	// the bytes the command printed (its tail, at most 1 MiB), unaltered
 	OutputRaw        []byte
 	ResultInstanceID *uuid.UUID
+	TraceParent      *string
 }
 
 type Deployment struct {
@@ -144,6 +145,7 @@ type PendingDispatchRequest struct {
 	FinishedAt    *time.Time
 	LastError     *string
 	ClaimKey      *string
+	TraceParent   *string
 }
 
 type Target struct {
