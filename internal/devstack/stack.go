@@ -152,14 +152,24 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			return s.startTemporal(ctx, filepath.Join(dir, "temporal"), ports)
 		},
 	}
-	run(0, opts.Postgres, func() error { return s.starters[ServerPostgres](ctx) })
+	// The production Temporal server keeps its data in PostgreSQL: it starts once that
+	// is up, alongside the broker.
+	postgresUp := make(chan error, 1)
+	run(0, opts.Postgres, func() error {
+		err := s.starters[ServerPostgres](ctx)
+		postgresUp <- err
+		return err
+	})
 	run(1, opts.RabbitMQ, func() error { return s.starters[ServerRabbitMQ](ctx) })
-	run(2, opts.Temporal && !opts.TemporalServer, func() error { return s.starters[ServerTemporal](ctx) })
+	run(2, opts.Temporal, func() error {
+		if opts.TemporalServer {
+			if err := <-postgresUp; err != nil {
+				return errors.New("temporal-server not started: PostgreSQL did not start")
+			}
+		}
+		return s.starters[ServerTemporal](ctx)
+	})
 	wg.Wait()
-	// The production server keeps its data in PostgreSQL: it starts once that is up.
-	if errors.Join(errs...) == nil && opts.Temporal && opts.TemporalServer {
-		errs[2] = s.starters[ServerTemporal](ctx)
-	}
 	if err := errors.Join(errs...); err != nil {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()

@@ -265,12 +265,23 @@ func (s *Stack) prepareTemporalDatabase(ctx context.Context, admin *pgx.Conn, ad
 	if err := conn.QueryRow(ctx, schemaVersionedSQL).Scan(&versioned); err != nil {
 		return err
 	}
-	if !versioned {
-		if err := s.sqlTool(ctx, db, password, "setup-schema", "--version", "0.0"); err != nil {
-			return err
+	// A schema brought up to this release before is not checked again: the tool's
+	// check takes seconds, and a second start should not.
+	marker := filepath.Join(s.opts.Dir, "temporal-server", "schema-"+db+".version")
+	if versioned {
+		if done, err := os.ReadFile(marker); err == nil && string(done) == TemporalServerVersion {
+			return nil
 		}
+	} else if err := s.sqlTool(ctx, db, password, "setup-schema", "--version", "0.0"); err != nil {
+		return err
 	}
-	return s.sqlTool(ctx, db, password, "update-schema", "--schema-name", schemaName)
+	if err := s.sqlTool(ctx, db, password, "update-schema", "--schema-name", schemaName); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(marker, []byte(TemporalServerVersion), 0o644)
 }
 
 // sqlTool runs one temporal-sql-tool command against db as the temporal role; the
