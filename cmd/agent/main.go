@@ -61,8 +61,10 @@ func run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	agentMetrics := agent.NewMetrics(metrics.Registry)
+	metrics.SetReadiness(agentMetrics.Readiness)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return metrics.Run(ctx) })
-	g.Go(func() error { return agent.Run(ctx, cfg, logger, metrics.Registry) })
+	g.Go(func() error { return agent.Run(ctx, cfg, logger, agentMetrics) })
 	return g.Wait()
 }

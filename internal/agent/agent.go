@@ -36,9 +36,9 @@ const grpcStopTimeout = 5 * time.Second
 // kills their process groups. cfg must be valid. Run returns an error only
 // when it cannot start (the journal included) or cannot serve. The agent's
 // identity metrics (refusals, its certificate's expiry) are registered with
-// reg, the registry of its metrics listener; nil keeps them in a registry of
-// their own.
-func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, reg prometheus.Registerer) error {
+// the registry of m, the metrics listener's, and m counts the commands and
+// calls and reports readiness; nil keeps them in a registry of their own.
+func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, m *Metrics) error {
 	logger = logger.With("target", cfg.Name, "mode", cfg.Mode)
 	journal, err := OpenJournal(cfg.JournalDir(), nil)
 	if err != nil {
@@ -46,10 +46,11 @@ func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, reg prometh
 	}
 	logger.InfoContext(ctx, "journal open", "journal_dir", journal.Dir(), "unreported_results", len(journal.Pending()))
 	runner := NewRunner(cfg.Exec, journal, logger)
-	if reg == nil {
-		reg = prometheus.NewRegistry()
+	if m == nil {
+		m = NewMetrics(prometheus.NewRegistry())
 	}
-	idMetrics := identity.NewMetrics(reg)
+	runner.metrics = m
+	idMetrics := identity.NewMetrics(m.reg)
 	go identity.WatchExpiry(ctx, logger, idMetrics, ownCertificate(cfg))
 	switch cfg.Mode {
 	case config.ModePoll:
@@ -61,6 +62,7 @@ func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, reg prometh
 			return err
 		}
 		logger.InfoContext(ctx, "polling thorax", "thorax_address", cfg.Thorax.Address, "max_concurrent", cfg.Exec.MaxConcurrent)
+		m.setReadiness(connectedTo(p.conn))
 		notifyReady(ctx, logger)
 		return p.Run(ctx)
 	case config.ModeListen:
@@ -109,6 +111,8 @@ func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, metrics 
 		"allowed_client_names", cfg.Listen.AllowedClientNames,
 		"max_concurrent", cfg.Exec.MaxConcurrent)
 	notifyReady(ctx, logger)
+	runner.metrics.setReadiness(func() error { return nil })
+	defer runner.metrics.setReadiness(func() error { return errNotServing })
 
 	select {
 	case err := <-served:

@@ -79,7 +79,7 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(cfg.Thorax.Address,
+	conn, err := grpc.NewClient(cfg.Thorax.Address, append(runner.metrics.dialOptions(),
 		grpc.WithTransportCredentials(creds),
 		telemetry.GRPCDialOption(),
 		// gRPC's own reconnect backoff, capped like ours, so a restarted
@@ -93,7 +93,7 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 			},
 			MinConnectTimeout: 5 * time.Second,
 		}),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("thorax.address %s: %w", cfg.Thorax.Address, err)
 	}

@@ -37,6 +37,8 @@ type Runner struct {
 	slots chan struct{}
 	// noRequestID logs, once, that commands come without a request id.
 	noRequestID sync.Once
+	// metrics counts every run's result; nil counts nothing.
+	metrics *Metrics
 
 	mu       sync.Mutex
 	flights  map[string]*flight    // by run key: the runs under way
@@ -188,6 +190,7 @@ func (r *Runner) fly(ctx context.Context, cmd *mantisv1.Command, f *flight, slot
 			"command_id", cmd.GetId(), "error", err)
 	}
 	r.logFinished(ctx, cmd, res)
+	r.metrics.finished(res)
 	if slot {
 		r.release(1) // before the result is out, so its caller finds the slot free
 	}

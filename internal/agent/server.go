@@ -110,7 +110,8 @@ func NewGRPCServer(srv *Server, creds credentials.TransportCredentials) *grpc.Se
 		}
 		guarded = guard.ServerOptions()
 	}
-	gs := grpc.NewServer(append(guarded,
+	// The metrics interceptors are outermost, so that refused calls are counted too.
+	gs := grpc.NewServer(append(append(srv.runner.metrics.serverOptions(), guarded...),
 		grpc.Creds(creds),
 		telemetry.GRPCServerOption(),
 		// A Thorax that vanished without closing its connection is noticed
