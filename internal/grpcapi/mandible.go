@@ -185,6 +185,7 @@ func commandToProto(c schema.Command) *mantisv1.Command {
 		Id: c.ID.String(), Target: c.Target, Mode: c.Mode, Command: c.Command, Timeout: durationpb.New(c.Timeout),
 		Priority: c.Priority, LeaseEpoch: c.LeaseEpoch, Env: c.Env, WorkingDir: c.WorkingDir,
 		ListenAddress: c.ListenAddress, MaxRetries: int32(c.MaxRetries), DispatchRequestId: c.DispatchRequestID.String(),
+		TraceParent: c.TraceParent,
 	}
 	if c.DeploymentID != nil {
 		pc.DeploymentId = c.DeploymentID.String()

@@ -58,8 +58,12 @@ type Command struct {
 	// the request is a new command with a new id but the same dispatch_request_id, so the
 	// agent keys its runs on it: a request runs at most once on the host.
 	DispatchRequestId string `protobuf:"bytes,14,opt,name=dispatch_request_id,json=dispatchRequestId,proto3" json:"dispatch_request_id,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// trace_parent is the W3C traceparent of the span the command continues: the
+	// deployment's trace as Mandible stored it with the command, and the hand-off's span
+	// once Thorax hands the command to an agent. Empty without tracing.
+	TraceParent   string `protobuf:"bytes,15,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -190,6 +194,13 @@ func (x *Command) GetDispatchRequestId() string {
 	return ""
 }
 
+func (x *Command) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
+}
+
 // CommandResult is what running a command produced.
 type CommandResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -303,7 +314,7 @@ var File_mantis_v1_command_proto protoreflect.FileDescriptor
 
 const file_mantis_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x17mantis/v1/command.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9b\x04\n" +
+	"\x17mantis/v1/command.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x04\n" +
 	"\aCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x12\n" +
@@ -322,7 +333,8 @@ const file_mantis_v1_command_proto_rawDesc = "" +
 	"\x0elisten_address\x18\f \x01(\tR\rlistenAddress\x12\x1f\n" +
 	"\vmax_retries\x18\r \x01(\x05R\n" +
 	"maxRetries\x12.\n" +
-	"\x13dispatch_request_id\x18\x0e \x01(\tR\x11dispatchRequestId\x1a6\n" +
+	"\x13dispatch_request_id\x18\x0e \x01(\tR\x11dispatchRequestId\x12!\n" +
+	"\ftrace_parent\x18\x0f \x01(\tR\vtraceParent\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x02\n" +
