@@ -25,6 +25,9 @@ type Nudge struct {
 	AssignedInstanceID string `json:"assigned_instance_id,omitempty"`
 	// MaxRetries is the per-message retry budget of the seed's Retry Behaviour.
 	MaxRetries int `json:"max_retries"`
+	// TraceParent is the command's W3C trace context; it travels in the message's
+	// headers, not its body.
+	TraceParent string `json:"-"`
 }
 
 // DecodeNudge parses and checks a nudge body, naming the first bad field.
@@ -163,6 +166,7 @@ func (c *Client) Publish(ctx context.Context, nudges []Nudge) (err error) {
 			Priority:     messagePriority[n.Priority],
 			MessageId:    n.CommandID,
 			Type:         "mantis.command.nudge",
+			Headers:      nudgeHeaders(n),
 			Body:         body,
 		})
 		if err != nil {

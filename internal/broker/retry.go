@@ -178,6 +178,9 @@ func NudgeHandler(p NudgeProcessor, logger *slog.Logger) Handler {
 			return DeadLetter
 		}
 		logger.DebugContext(ctx, "processing nudge", attrs...)
+		n.TraceParent = traceParentHeader(d.Headers)
+		ctx, span := startNudgeSpan(ctx, d, n)
+		defer span.End()
 		err = p.Process(ctx, n)
 		switch {
 		case err == nil:
