@@ -107,6 +107,7 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	if err := schema.StartDeployment(ctx, a.DB, id, steps, targets); err != nil {
 		return StartDeploymentResult{}, err
 	}
+	a.Metrics.deploymentStarted()
 	if in.CountOnly {
 		// The recorded list, which a retry after a first committed attempt keeps.
 		n, err := schema.DeploymentTargetCount(ctx, a.DB, id)
@@ -144,7 +145,11 @@ func (a *Activities) StartStep(ctx context.Context, in StartStepInput) error {
 	if err != nil {
 		return err
 	}
-	return schema.StartStep(ctx, a.DB, id, in.Position, in.Targets)
+	if err := schema.StartStep(ctx, a.DB, id, in.Position, in.Targets); err != nil {
+		return err
+	}
+	a.Metrics.stepStarted(in.Targets)
+	return nil
 }
 
 // EnqueueStepTargetsInput is a step's command for some of its targets.
@@ -269,7 +274,12 @@ func (a *Activities) FinishDeployment(ctx context.Context, in FinishDeploymentIn
 	if err != nil {
 		return "", err
 	}
-	return schema.FinishDeployment(ctx, a.DB, id, in.Status, in.Reason)
+	final, err := schema.FinishDeployment(ctx, a.DB, id, in.Status, in.Reason)
+	if err != nil {
+		return "", err
+	}
+	a.Metrics.deploymentFinished(ctx, a.DB, id, final)
+	return final, nil
 }
 
 // CancelDeploymentWork cancels what a cancelled deployment has not finished.

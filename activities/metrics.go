@@ -20,6 +20,7 @@ type Metrics struct {
 	failures        prometheus.Counter
 	expiries        prometheus.Counter
 	enqueueDispatch prometheus.Histogram
+	deployments     *deploymentMetrics
 }
 
 // NewMetrics registers the dispatch metrics with reg, including a queue-depth gauge
@@ -51,6 +52,7 @@ func NewMetrics(reg prometheus.Registerer, db *pgxpool.Pool) *Metrics {
 		}),
 	}
 	reg.MustRegister(m.claimsWon, m.claimsLost, m.reclaimed, m.attempts, m.failures, m.expiries, m.enqueueDispatch)
+	m.deployments = newDeploymentMetrics(reg)
 	if db != nil {
 		reg.MustRegister(&depthCollector{db: db, desc: prometheus.NewDesc("mantis_dispatch_queue_depth",
 			"Dispatch requests by status and priority.", []string{"status", "priority"}, nil)})
