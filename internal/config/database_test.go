@@ -22,7 +22,7 @@ func TestDatabaseDirectURLAndExecMode(t *testing.T) {
 	d.URL, d.DirectURL = pooler, direct
 	require.True(t, d.Pooled())
 	require.Equal(t, direct, d.Direct())
-	require.Equal(t, config.QueryExecModeDescribeExec, d.ExecMode(), "behind a pooler, no cached statements")
+	require.Equal(t, config.QueryExecModeCacheDescribe, d.ExecMode(), "behind a pooler, no prepared statements kept on the server")
 
 	d.QueryExecMode = config.QueryExecModeSimpleProtocol
 	require.Equal(t, config.QueryExecModeSimpleProtocol, d.ExecMode(), "an explicit mode wins")

@@ -43,7 +43,7 @@ type Database struct {
 	DirectURLFile string `toml:"direct_url_file" secretfile:"direct_url"`
 	// QueryExecMode is how pgx sends queries over URL (pgx's default_query_exec_mode):
 	// QueryExecModeAuto picks cache_statement against PostgreSQL itself and
-	// describe_exec when DirectURL differs from URL, which a transaction pooler needs
+	// cache_describe when DirectURL differs from URL, which a transaction pooler needs
 	// (it cannot keep a session's prepared statements).
 	QueryExecMode string `toml:"query_exec_mode"`
 	MaxConns      int    `toml:"max_conns"`
@@ -78,16 +78,19 @@ func (d Database) Direct() string {
 func (d Database) Pooled() bool { return d.DirectURL != "" && d.DirectURL != d.URL }
 
 // ExecMode returns the query execution mode for URL, QueryExecModeAuto resolved:
-// describe_exec behind a pooler, cache_statement otherwise. Describe-exec prepares
-// each statement unnamed within the same round trip, which a transaction pooler
-// carries, where the cached named statements of cache_statement would be missing
-// on the next server connection.
+// cache_describe behind a pooler, cache_statement otherwise. A transaction pooler
+// (PgBouncer before 1.21, or without max_prepared_statements) hands each transaction
+// any server connection, where the named statements cache_statement prepared on
+// another are missing. Cache_describe keeps only the statements' descriptions, in the
+// client, and runs each query in one round trip with the unnamed statement;
+// describe_exec would take two round trips, which the pooler may send to two server
+// connections.
 func (d Database) ExecMode() string {
 	if d.QueryExecMode != QueryExecModeAuto && d.QueryExecMode != "" {
 		return d.QueryExecMode
 	}
 	if d.Pooled() {
-		return QueryExecModeDescribeExec
+		return QueryExecModeCacheDescribe
 	}
 	return QueryExecModeCacheStatement
 }
