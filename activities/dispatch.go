@@ -106,7 +106,8 @@ type DeliverBatchResult struct {
 
 // nudgeOf is the broker message for a written command.
 func nudgeOf(c schema.DispatchedCommand) broker.Nudge {
-	n := broker.Nudge{CommandID: c.ID.String(), Target: c.Target, Mode: c.Mode, Priority: c.Priority, MaxRetries: c.MaxRetries}
+	n := broker.Nudge{CommandID: c.ID.String(), Target: c.Target, Mode: c.Mode, Priority: c.Priority, MaxRetries: c.MaxRetries,
+		TraceParent: c.TraceParent}
 	if c.AssignedInstanceID != nil {
 		n.AssignedInstanceID = c.AssignedInstanceID.String()
 	}
@@ -139,8 +140,12 @@ func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (De
 	}
 	res := summarizeDelivery(outcomes)
 	a.Metrics.delivered(res)
+	spans := startDeliverySpans(ctx, nudges)
+	var publishErr error
+	defer func() { spans.end(publishErr) }()
 	if a.Broker != nil && len(nudges) > 0 {
-		switch err := a.Broker.Publish(ctx, nudges); {
+		publishErr = a.Broker.Publish(ctx, nudges)
+		switch err := publishErr; {
 		case errors.Is(err, broker.ErrResting):
 			a.Logger.DebugContext(ctx, "skipped command nudges while the broker is away; Thorax polling picks the commands up", "commands", len(nudges))
 		case err != nil:
