@@ -56,6 +56,7 @@ func NewMetrics(reg prometheus.Registerer, db *pgxpool.Pool) *Metrics {
 	if db != nil {
 		reg.MustRegister(&depthCollector{db: db, desc: prometheus.NewDesc("mantis_dispatch_queue_depth",
 			"Dispatch requests by status and priority.", []string{"status", "priority"}, nil)})
+		reg.MustRegister(newStateCollector(db))
 	}
 	return m
 }
