@@ -25,6 +25,9 @@ const (
 	RegisteredMetric = "mantis_thorax_registered"
 	// DrainDurationMetric times drains, from SIGTERM to the last command out.
 	DrainDurationMetric = "mantis_thorax_drain_duration_seconds"
+	// ResultsRefusedMetric counts results Mandible refused to store (a stale
+	// lease, an unknown command, a malformed result).
+	ResultsRefusedMetric = "mantis_thorax_results_refused_total"
 	// DrainAbandonedMetric counts commands still out to agents when a drain timed out.
 	DrainAbandonedMetric = "mantis_thorax_drain_abandoned_commands_total"
 )
@@ -51,6 +54,7 @@ type metrics struct {
 	nudges         *prometheus.CounterVec
 	fetches        *prometheus.CounterVec
 	fetched        prometheus.Counter
+	refused        prometheus.Counter
 	drainDuration  prometheus.Histogram
 	drainAbandoned prometheus.Counter
 	held           prometheus.GaugeFunc
@@ -69,6 +73,9 @@ func newMetrics(t *Thorax, reg prometheus.Registerer) *metrics {
 		}, []string{"outcome"}),
 		fetched: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: CommandsFetchedMetric, Help: "Commands Mandible handed over on a claim.",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: ResultsRefusedMetric, Help: "Command results Mandible refused to store: a stale lease, an unknown command or a malformed result.",
 		}),
 		drainDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: DrainDurationMetric, Help: "Time a drain took, from its start to the last command out or its timeout.",
@@ -90,7 +97,7 @@ func newMetrics(t *Thorax, reg prometheus.Registerer) *metrics {
 		}),
 		rpc: rpcmetrics.New(reg),
 	}
-	reg.MustRegister(m.nudges, m.fetches, m.fetched, m.drainDuration, m.drainAbandoned, m.held, m.registered)
+	reg.MustRegister(m.nudges, m.fetches, m.fetched, m.refused, m.drainDuration, m.drainAbandoned, m.held, m.registered)
 	return m
 }
 
@@ -110,7 +117,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.nudges, m.fetches, m.fetched, m.drainDuration, m.drainAbandoned, m.held, m.registered, m.rpc}
+	return []prometheus.Collector{m.nudges, m.fetches, m.fetched, m.refused, m.drainDuration, m.drainAbandoned, m.held, m.registered, m.rpc}
 }
 
 // fetchedCommands counts one fetch and the commands it claimed.
@@ -126,6 +133,13 @@ func (m *metrics) fetchedCommands(n int, err error) {
 	default:
 		m.fetches.WithLabelValues(fetchOK).Inc()
 		m.fetched.Add(float64(n))
+	}
+}
+
+// resultRefused counts a result Mandible refused.
+func (m *metrics) resultRefused() {
+	if m != nil {
+		m.refused.Inc()
 	}
 }
 

@@ -73,9 +73,11 @@ func (t *Thorax) storeResult(ctx context.Context, h *holding, result *mantisv1.C
 			return nil
 		case status.Code(err) == codes.FailedPrecondition, status.Code(err) == codes.NotFound:
 			t.logger.WarnContext(ctx, "mandible refused the result", append(attrs, "err", err)...)
+			t.metrics.resultRefused()
 			return err
 		case !rpcretry.Retryable(err) && status.Code(err) != codes.Canceled:
 			t.logger.ErrorContext(ctx, "mandible refused the result as malformed", append(attrs, "err", err)...)
+			t.metrics.resultRefused()
 			return err
 		case ctx.Err() != nil:
 			t.logger.ErrorContext(ctx, "storing command result cut off by the end of the drain", append(attrs, "attempts", attempt, "err", err)...)
