@@ -87,7 +87,10 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("GET /healthz", healthHandler)
 	mux.HandleFunc("GET /readyz", readyHandler(opts.Checks))
 	if opts.Registry != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{Registry: opts.Registry}))
+		// A gauge read at scrape time that fails (the broker or the database
+		// away) leaves out its own series, not the whole scrape.
+		mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{
+			Registry: opts.Registry, ErrorHandling: promhttp.ContinueOnError}))
 	}
 
 	keys := opts.Keyring
