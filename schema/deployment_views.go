@@ -2,77 +2,29 @@ package schema
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// DeploymentView is a deployment as the API shows it.
-type DeploymentView struct {
-	ID             uuid.UUID `json:"id"`
-	Name           string    `json:"name"`
-	Priority       string    `json:"priority"`
-	Status         string    `json:"status"`
-	IdempotencyKey *string   `json:"idempotency_key,omitempty"`
-	// CreatedBy names the API token that created the deployment.
-	CreatedBy  *string         `json:"created_by,omitempty"`
-	Error      *string         `json:"error,omitempty"`
-	CreatedAt  time.Time       `json:"created_at"`
-	StartedAt  *time.Time      `json:"started_at,omitempty"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
-	Spec       json.RawMessage `json:"spec,omitempty"`
-	Steps      []StepView      `json:"steps,omitempty"`
-}
-
-// StepView is a step with its per-target results.
-type StepView struct {
-	Position        int          `json:"position"`
-	Name            string       `json:"name"`
-	Command         string       `json:"command"`
-	Status          string       `json:"status"`
-	ContinueOnError bool         `json:"continue_on_error"`
-	StartedAt       *time.Time   `json:"started_at,omitempty"`
-	FinishedAt      *time.Time   `json:"finished_at,omitempty"`
-	Targets         []TargetView `json:"targets"`
-	Counts          StepCounts   `json:"counts"`
-}
-
-// StepCounts counts a step's targets by state.
-type StepCounts struct {
-	Queued    int `json:"queued"`
-	Running   int `json:"running"`
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-}
-
-// TargetView is one target's result in a step.
-type TargetView struct {
-	Target   string `json:"target"`
-	Status   string `json:"status"` // TargetQueued, TargetRunning, TargetSucceeded or TargetFailed
-	ExitCode *int   `json:"exit_code,omitempty"`
-	// OutputTail is the display text of the output's last OutputTailBytes bytes:
-	// valid UTF-8 without NUL, escape sequences kept.
-	OutputTail string        `json:"output_tail,omitempty"`
-	Truncated  bool          `json:"output_truncated,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	Attempts   int           `json:"attempts"`
-	StartedAt  *time.Time    `json:"started_at,omitempty"`
-	FinishedAt *time.Time    `json:"finished_at,omitempty"`
-	Analysis   *AnalysisView `json:"analysis,omitempty"`
-}
-
-// AnalysisView is the analysis of a failed command.
-type AnalysisView struct {
-	Status     string  `json:"status"`
-	Category   *string `json:"category,omitempty"`
-	Summary    *string `json:"summary,omitempty"`
-	Suggestion *string `json:"suggestion,omitempty"`
-}
+// The views a read of deployments fills are the API's own types (internal/api): one
+// definition of each shape, which the HTTP API serves as it is.
+type (
+	// DeploymentView is a deployment with, when read alone, its spec and its steps.
+	DeploymentView = api.Deployment
+	// StepView is a step with its per-target results.
+	StepView = api.Step
+	// StepCounts counts a step's targets by state.
+	StepCounts = api.StepCounts
+	// TargetView is one target's result in a step.
+	TargetView = api.TargetResult
+	// AnalysisView is the analysis of a failed command.
+	AnalysisView = api.Analysis
+)
 
 // GetDeployment returns a deployment with its steps and per-target results, or
 // ErrNotFound.
@@ -106,7 +58,7 @@ func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, er
 		if t.StepPosition == nil || *t.StepPosition < 0 || int(*t.StepPosition) >= len(d.Steps) {
 			continue
 		}
-		d.Steps[*t.StepPosition].add(targetView(t))
+		addTarget(&d.Steps[*t.StepPosition], targetView(t))
 	}
 	return d, nil
 }
@@ -124,8 +76,8 @@ func targetView(r dbsqlc.TargetResultsOfDeploymentRow) TargetView {
 	return tv
 }
 
-// add appends a target's result to the step and counts it.
-func (s *StepView) add(tv TargetView) {
+// addTarget appends a target's result to the step and counts it.
+func addTarget(s *StepView, tv TargetView) {
 	s.Targets = append(s.Targets, tv)
 	switch tv.Status {
 	case TargetQueued:

@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"fmt"
+	"github.com/mantis-deploy/mantis/internal/api"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,33 +11,9 @@ import (
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// DispatchRequestView is a request as operators inspect it, with a plain reason for
-// its state.
-type DispatchRequestView struct {
-	ID             uuid.UUID  `json:"id"`
-	IdempotencyKey string     `json:"idempotency_key"`
-	Target         string     `json:"target"`
-	DeploymentID   *uuid.UUID `json:"deployment_id,omitempty"`
-	StepPosition   *int       `json:"step_position,omitempty"`
-	Command        string     `json:"command"`
-	Priority       string     `json:"priority"`
-	Status         string     `json:"status"`
-	Attempts       int        `json:"attempts"`
-	MaxAttempts    int        `json:"max_attempts"`
-	CreatedAt      time.Time  `json:"created_at"`
-	ExpiresAt      time.Time  `json:"expires_at"`
-	NextAttemptAt  time.Time  `json:"next_attempt_at"`
-	ClaimedBy      *string    `json:"claimed_by,omitempty"`
-	ClaimedAt      *time.Time `json:"claimed_at,omitempty"`
-	ClaimEpoch     int64      `json:"claim_epoch"`
-	DispatchedAt   *time.Time `json:"dispatched_at,omitempty"`
-	FinishedAt     *time.Time `json:"finished_at,omitempty"`
-	LastError      *string    `json:"last_error,omitempty"`
-	CommandID      *uuid.UUID `json:"command_id,omitempty"`
-	CommandStatus  *string    `json:"command_status,omitempty"`
-	// Reason says in plain words why the request is in its state.
-	Reason string `json:"reason"`
-}
+// DispatchRequestView is a dispatch request with its state and a plain reason for it:
+// the API's own type (internal/api), filled here.
+type DispatchRequestView = api.DispatchRequest
 
 // DispatchRequestFilter selects requests to list. Zero fields do not filter.
 type DispatchRequestFilter struct {

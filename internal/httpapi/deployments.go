@@ -61,7 +61,7 @@ func (s *server) getDeployment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Spec = redactSpec(d.Spec)
-	api.WriteJSON(w, http.StatusOK, api.DeploymentAnswer{Deployment: deploymentOf(d), Links: s.links(d.ID)})
+	api.WriteJSON(w, http.StatusOK, api.DeploymentAnswer{Deployment: d, Links: s.links(d.ID)})
 }
 
 func (s *server) listDeployments(w http.ResponseWriter, r *http.Request) {
@@ -80,9 +80,9 @@ func (s *server) listDeployments(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.DeploymentList{Deployments: make([]api.Deployment, len(ds))}
-	for i, d := range ds {
-		resp.Deployments[i] = deploymentOf(d)
+	resp := api.DeploymentList{Deployments: ds}
+	if resp.Deployments == nil {
+		resp.Deployments = []api.Deployment{}
 	}
 	if len(ds) == pageSize(f.Limit, defaultDeploymentPage) {
 		resp.Next = "/api/v1/deployments?" + withBefore(q, ds[len(ds)-1].ID)

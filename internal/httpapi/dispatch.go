@@ -80,9 +80,9 @@ func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.DispatchRequestList{Requests: make([]api.DispatchRequest, len(views))}
-	for i, v := range views {
-		resp.Requests[i] = dispatchRequestOf(v)
+	resp := api.DispatchRequestList{Requests: views}
+	if resp.Requests == nil {
+		resp.Requests = []api.DispatchRequest{}
 	}
 	if len(views) == pageSize(f.Limit, defaultDispatchPage) {
 		resp.Next = "/api/v1/dispatch-requests?" + withBefore(q, views[len(views)-1].ID)
