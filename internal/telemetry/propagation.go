@@ -36,3 +36,9 @@ func WithTraceParent(ctx context.Context, traceParent string) context.Context {
 	}
 	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{TraceParentKey: traceParent})
 }
+
+// Follow returns ctx carrying the span of from: work that outlives a call (a result
+// stored after the agent hung up) stays in the call's trace.
+func Follow(ctx, from context.Context) context.Context {
+	return trace.ContextWithSpan(ctx, trace.SpanFromContext(from))
+}

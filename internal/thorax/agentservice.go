@@ -15,6 +15,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/safetext"
+	"github.com/mantis-deploy/mantis/internal/telemetry"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -138,7 +139,9 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 			}
 			cmds := make([]*mantisv1.Command, len(taken))
 			for i, h := range taken {
-				cmds[i] = h.cmd
+				_, span, cmd := startHandoff(ctx, h.cmd)
+				cmds[i] = cmd
+				span.End()
 			}
 			t.logger.DebugContext(ctx, "handed commands to poll agent", "target", target, "commands", len(cmds), "cancels", len(cancels))
 			return &mantisv1.PollCommandsResponse{Commands: cmds, CancelCommandIds: cancels}, nil
@@ -197,7 +200,7 @@ func (s *agentService) ReportResult(ctx context.Context, req *mantisv1.ReportRes
 	defer t.book.finish(h)
 	// The store outlives the agent's call: the result must reach Mandible
 	// even if the agent hangs up.
-	err = t.storeResult(t.workContext(ctx), h, req.GetResult())
+	err = t.storeResult(telemetry.Follow(t.workContext(ctx), ctx), h, req.GetResult())
 	t.book.endStore(h, err)
 	if err := resultAnswer(req.GetCommandId(), err); err != nil {
 		return nil, err

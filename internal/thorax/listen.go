@@ -77,10 +77,12 @@ func (t *Thorax) runListen(work context.Context, h *holding) {
 		t.redispatch(work, h, fmt.Sprintf("listen agent address %q: %v", h.cmd.GetListenAddress(), err))
 		return
 	}
-	callCtx, cancel := context.WithTimeout(work, t.resultWait(h.cmd))
+	traced, span, cmd := startHandoff(work, h.cmd)
+	defer span.End()
+	callCtx, cancel := context.WithTimeout(traced, t.resultWait(h.cmd))
 	defer cancel()
 	t.logger.DebugContext(work, "calling listen agent", attrs...)
-	resp, err := client.RunCommand(callCtx, &mantisv1.RunCommandRequest{Command: h.cmd})
+	resp, err := client.RunCommand(callCtx, &mantisv1.RunCommandRequest{Command: cmd})
 	if err != nil {
 		if work.Err() != nil {
 			t.logger.WarnContext(work, "listen call cut off at the end of the drain", append(attrs, "err", err)...)
@@ -100,7 +102,7 @@ func (t *Thorax) runListen(work context.Context, h *holding) {
 		result = &mantisv1.CommandResult{ExitCode: -1, Error: "agent answered without a result", FinishedAt: now}
 	}
 	t.book.markStoring(h)
-	t.book.endStore(h, t.storeResult(work, h, result))
+	t.book.endStore(h, t.storeResult(traced, h, result))
 }
 
 // cancelCommands stops the commands Mandible cancelled (their deployment
