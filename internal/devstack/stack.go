@@ -129,29 +129,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		go func() { defer wg.Done(); errs[i] = f() }()
 	}
 	s.dataRoot = serverRoot
-	s.starters = map[Server]func(context.Context) error{
-		ServerPostgres: func(ctx context.Context) error {
-			return s.startPostgres(ctx, filepath.Join(serverRoot, "postgres"), s.Ports.Postgres)
-		},
-		ServerRabbitMQ: func(ctx context.Context) error {
-			password, err := s.secret("rabbitmq-password")
-			if err != nil {
-				return err
-			}
-			return s.startRabbitMQ(ctx, filepath.Join(serverRoot, "rabbitmq"), rabbitmqPorts{
-				AMQPS: s.Ports.AMQPS, Management: s.Ports.RabbitMQManagement, Dist: s.Ports.RabbitMQDist, EPMD: s.Ports.EPMD,
-			}, password)
-		},
-		ServerTemporal: func(ctx context.Context) error {
-			ports := temporalPorts{
-				Frontend: s.Ports.Temporal, UI: s.Ports.TemporalUI, HTTP: s.Ports.TemporalHTTP, Metrics: s.Ports.TemporalMetrics,
-			}
-			if opts.TemporalServer {
-				return s.startTemporalServer(ctx, filepath.Join(dir, "temporal-server"), ports)
-			}
-			return s.startTemporal(ctx, filepath.Join(dir, "temporal"), ports)
-		},
-	}
+	s.starters = s.newStarters(dir, serverRoot)
 	// The production Temporal server keeps its data in PostgreSQL: it starts once that
 	// is up, alongside the broker.
 	postgresUp := make(chan error, 1)
@@ -177,6 +155,35 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newStarters returns what starts each server on the stack's ports and data (and
+// starts it again, restart.go): PostgreSQL and RabbitMQ under serverRoot, Temporal
+// under dir.
+func (s *Stack) newStarters(dir, serverRoot string) map[Server]func(context.Context) error {
+	return map[Server]func(context.Context) error{
+		ServerPostgres: func(ctx context.Context) error {
+			return s.startPostgres(ctx, filepath.Join(serverRoot, "postgres"), s.Ports.Postgres)
+		},
+		ServerRabbitMQ: func(ctx context.Context) error {
+			password, err := s.secret("rabbitmq-password")
+			if err != nil {
+				return err
+			}
+			return s.startRabbitMQ(ctx, filepath.Join(serverRoot, "rabbitmq"), rabbitmqPorts{
+				AMQPS: s.Ports.AMQPS, Management: s.Ports.RabbitMQManagement, Dist: s.Ports.RabbitMQDist, EPMD: s.Ports.EPMD,
+			}, password)
+		},
+		ServerTemporal: func(ctx context.Context) error {
+			ports := temporalPorts{
+				Frontend: s.Ports.Temporal, UI: s.Ports.TemporalUI, HTTP: s.Ports.TemporalHTTP, Metrics: s.Ports.TemporalMetrics,
+			}
+			if s.opts.TemporalServer {
+				return s.startTemporalServer(ctx, filepath.Join(dir, "temporal-server"), ports)
+			}
+			return s.startTemporal(ctx, filepath.Join(dir, "temporal"), ports)
+		},
+	}
 }
 
 // serverRoot is where the servers that drop privileges keep their data: the stack

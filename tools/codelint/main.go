@@ -36,11 +36,11 @@ const (
 // sqlStart matches a string that begins like a SQL statement.
 var sqlStart = regexp.MustCompile(`(?is)^\s*(select\s.+\sfrom\s|insert\s+into\s|update\s+\S+\s+set\s|delete\s+from\s|with\s+\w+\s+as\s*\(|create\s+(unique\s+)?(table|index|type|function|or\s+replace)\s|alter\s+table\s|drop\s+(table|index)\s|lock\s+table\s|select\s+pg_|(?-i:(UN)?LISTEN\s|NOTIFY\s))`)
 
-// testRigs are the packages that only tests import: fault and soak rigs that read the
-// database to judge a run, not to run Mantis.
+// testRigs are the packages that only tests import: fault, soak and scale rigs that
+// read the database to judge a run, not to run Mantis.
 var testRigs = map[string]bool{
 	"internal/faultenv": true, "internal/soak": true, "internal/chaos": true,
-	"internal/e2e": true, "internal/testenv": true,
+	"internal/e2e": true, "internal/testenv": true, "internal/scale": true,
 }
 
 var generated = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
