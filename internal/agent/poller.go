@@ -64,12 +64,13 @@ type report struct {
 	leaseEpoch        int64
 	dispatchRequestID string
 	result            *mantisv1.CommandResult
+	traceParent       string // the hand-off's trace context the command came with
 }
 
 // reportOf is the report of res to the command cmd, whose run key is key.
 func reportOf(key string, cmd *mantisv1.Command, res *mantisv1.CommandResult) report {
 	return report{key: key, commandID: cmd.GetId(), leaseEpoch: cmd.GetLeaseEpoch(),
-		dispatchRequestID: cmd.GetDispatchRequestId(), result: res}
+		dispatchRequestID: cmd.GetDispatchRequestId(), result: res, traceParent: cmd.GetTraceParent()}
 }
 
 // NewPoller returns a Poller for the agent cfg (mode poll) that runs commands
@@ -309,7 +310,7 @@ func (p *Poller) deliver(ctx context.Context, r report) {
 	logger := p.logger.With("command_id", r.commandID, "dispatch_request_id", r.dispatchRequestID)
 	retry := newRetryBackoff()
 	for {
-		callCtx, cancel := context.WithTimeout(ctx, reportTimeout)
+		callCtx, cancel := context.WithTimeout(telemetry.WithTraceParent(ctx, r.traceParent), reportTimeout)
 		_, err := p.client.ReportResult(callCtx, &mantisv1.ReportResultRequest{
 			Target:            p.target,
 			CommandId:         r.commandID,

@@ -184,7 +184,9 @@ func (r *Runner) attachLocked(ctx context.Context, f *flight, cmd *mantisv1.Comm
 // fly runs f's process, journals its result and hands it to every delivery.
 func (r *Runner) fly(ctx context.Context, cmd *mantisv1.Command, f *flight, slot bool) {
 	defer r.wg.Done()
+	ctx, span := startRunSpan(ctx, cmd)
 	res := r.execute(ctx, cmd, f.ex)
+	endRunSpan(span, res)
 	if err := r.journal.Finish(f.key, res); err != nil {
 		r.logger.ErrorContext(ctx, "journaling a result failed: a restart before it is reported would fail the run",
 			"command_id", cmd.GetId(), "error", err)
