@@ -47,6 +47,9 @@ type execCluster struct {
 	heartbeatTimeout time.Duration
 	// mandibleOptions started the replica, for a test that starts it again.
 	mandibleOptions replicaOptions
+	// extraConfig is TOML appended to the file of each process, by binary name
+	// ("thorax", "agent").
+	extraConfig map[string]string
 }
 
 // secureReplica is a Mandible process whose gRPC port Thorax reaches over mTLS.
@@ -123,6 +126,7 @@ type mantisProcess struct {
 // child sees no MANTIS_ variable of the test's environment: its file decides.
 func (c *execCluster) startProcess(t *testing.T, name, binary, config string) *mantisProcess {
 	t.Helper()
+	config += c.extraConfig[filepath.Base(binary)]
 	confPath := filepath.Join(c.dir, name+".toml")
 	require.NoError(t, os.WriteFile(confPath, []byte(config), 0o600))
 	logPath := filepath.Join(c.dir, name+".log")
