@@ -49,7 +49,7 @@ func cancelDeploymentWork(endCtx workflow.Context, deploymentID string) {
 	var a *activities.Activities
 	var n int
 	if err := workflow.ExecuteActivity(endCtx, a.CancelDeploymentWork, deploymentID).Get(endCtx, &n); err != nil {
-		workflow.GetLogger(endCtx).Error("cancelling deployment work failed", "error", err)
+		workflow.GetLogger(endCtx).Error("cancelling deployment work failed", "err", err)
 	}
 }
 
@@ -64,7 +64,7 @@ func finishInterruptedStep(endCtx workflow.Context, deploymentID string, pos int
 	if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
 		StepInput: activities.StepInput{DeploymentID: deploymentID, Position: pos}, Status: sr.Status,
 		Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(endCtx, nil); err != nil {
-		workflow.GetLogger(endCtx).Error("finishing interrupted step failed", "step", sr.Name, "error", err)
+		workflow.GetLogger(endCtx).Error("finishing interrupted step failed", "step", sr.Name, "err", err)
 	}
 	return sr
 }

@@ -56,7 +56,7 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
 			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: schema.StepSkipped,
 			Skipped: len(started.Targets)}).Get(endCtx, nil); err != nil {
-			workflow.GetLogger(ctx).Error("skipping step failed", "step", s.Steps[i].Name, "error", err)
+			workflow.GetLogger(ctx).Error("skipping step failed", "step", s.Steps[i].Name, "err", err)
 		}
 	}
 	return finishDeployment(endCtx, result, status, reason)

@@ -154,7 +154,7 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 	}
 	if from := len(p.Steps); from < len(s.Steps) {
 		if err := workflow.ExecuteActivity(endCtx, a.SkipSteps, activities.SkipStepsInput{DeploymentID: p.DeploymentID, From: from}).Get(endCtx, nil); err != nil {
-			workflow.GetLogger(ctx).Error("skipping steps failed", "from", from, "error", err)
+			workflow.GetLogger(ctx).Error("skipping steps failed", "from", from, "err", err)
 		}
 		for _, st := range s.Steps[from:] {
 			p.Steps = append(p.Steps, StepResult{Name: st.Name, Status: schema.StepSkipped, Skipped: p.Targets})

@@ -108,7 +108,7 @@ func maintain(ctx workflow.Context, opts workflow.ActivityOptions, replica strin
 	var m activities.MaintainDispatchQueueResult
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.MaintainDispatchQueue,
 		activities.MaintainDispatchQueueInput{ReplicaID: replica}).Get(ctx, &m); err != nil {
-		workflow.GetLogger(ctx).Warn("dispatch maintenance failed", "error", err)
+		workflow.GetLogger(ctx).Warn("dispatch maintenance failed", "err", err)
 	}
 }
 
@@ -141,7 +141,7 @@ func claimAndDeliver(ctx workflow.Context, opts dispatcherOptions, in Dispatcher
 			return n, err // the replica is shutting down
 		}
 		// The rows stay in processing and are reclaimed after the processing timeout.
-		workflow.GetLogger(ctx).Error("delivering claimed batch failed", "requests", n, "error", err)
+		workflow.GetLogger(ctx).Error("delivering claimed batch failed", "requests", n, "err", err)
 	}
 	return n, nil
 }

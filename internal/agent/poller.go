@@ -204,7 +204,7 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 				return
 			}
 			delay := retry.Next()
-			p.logger.WarnContext(ctx, "polling thorax failed", "error", err, "retry_in", delay)
+			p.logger.WarnContext(ctx, "polling thorax failed", "err", err, "retry_in", delay)
 			failing = true
 			if !backoff.Sleep(ctx, delay) {
 				return
@@ -253,14 +253,14 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 // (Runner.Shutdown), it does not kill it at once.
 func (p *Poller) runCommand(ctx, reportCtx context.Context, cmd *mantisv1.Command) {
 	if err := ValidateCommand(cmd); err != nil {
-		p.logger.WarnContext(ctx, "refusing malformed command", "command_id", cmd.GetId(), "error", err)
+		p.logger.WarnContext(ctx, "refusing malformed command", "command_id", cmd.GetId(), "err", err)
 		p.enqueue(reportCtx, reportOf("", cmd, notRun(err)))
 		return
 	}
 	key := p.runner.runKey(ctx, cmd)
 	run, err := p.runner.startHeld(context.WithoutCancel(ctx), cmd)
 	if err != nil {
-		p.logger.ErrorContext(ctx, "refusing command", "command_id", cmd.GetId(), "error", err)
+		p.logger.ErrorContext(ctx, "refusing command", "command_id", cmd.GetId(), "err", err)
 		p.enqueue(reportCtx, reportOf("", cmd, notRun(err)))
 		return
 	}
@@ -328,12 +328,12 @@ func (p *Poller) deliver(ctx context.Context, r report) {
 			p.unreported(ctx, r)
 			return
 		case !rpcretry.Retryable(err):
-			logger.ErrorContext(ctx, "thorax refused result", "error", err, "code", status.Code(err).String())
+			logger.ErrorContext(ctx, "thorax refused result", "err", err, "code", status.Code(err).String())
 			p.acknowledged(ctx, r)
 			return
 		}
 		delay := retry.Next()
-		logger.WarnContext(ctx, "reporting result failed", "error", err, "retry_in", delay)
+		logger.WarnContext(ctx, "reporting result failed", "err", err, "retry_in", delay)
 		if !backoff.Sleep(ctx, delay) {
 			p.unreported(ctx, r)
 			return
@@ -349,7 +349,7 @@ func (p *Poller) acknowledged(ctx context.Context, r report) {
 	if err := p.runner.journal.Acknowledge(r.key, r.commandID); err != nil {
 		// At worst the result is reported again after a restart, which
 		// Thorax and Mandible take as the duplicate it is.
-		p.logger.WarnContext(ctx, "journaling an acknowledged result failed", "command_id", r.commandID, "error", err)
+		p.logger.WarnContext(ctx, "journaling an acknowledged result failed", "command_id", r.commandID, "err", err)
 	}
 }
 

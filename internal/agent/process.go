@@ -285,5 +285,5 @@ func (r *Runner) logFinished(ctx context.Context, cmd *mantisv1.Command, res *ma
 		"cancelled", res.GetCancelled(),
 		"output_bytes", len(res.GetOutput()),
 		"output_truncated", res.GetOutputTruncated(),
-		"error", res.GetError())
+		"err", res.GetError())
 }

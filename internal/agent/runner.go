@@ -177,7 +177,7 @@ func (r *Runner) attachLocked(ctx context.Context, f *flight, cmd *mantisv1.Comm
 	if err := r.journal.Attach(f.key, cmd); err != nil {
 		// The run goes on and its result reaches this caller; only a restart
 		// before it is reported would lose the link to this command.
-		r.logger.WarnContext(ctx, "journaling a joined delivery failed", "command_id", cmd.GetId(), "error", err)
+		r.logger.WarnContext(ctx, "journaling a joined delivery failed", "command_id", cmd.GetId(), "err", err)
 	}
 }
 
@@ -189,7 +189,7 @@ func (r *Runner) fly(ctx context.Context, cmd *mantisv1.Command, f *flight, slot
 	endRunSpan(span, res)
 	if err := r.journal.Finish(f.key, res); err != nil {
 		r.logger.ErrorContext(ctx, "journaling a result failed: a restart before it is reported would fail the run",
-			"command_id", cmd.GetId(), "error", err)
+			"command_id", cmd.GetId(), "err", err)
 	}
 	r.logFinished(ctx, cmd, res)
 	r.metrics.finished(res)
