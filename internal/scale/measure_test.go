@@ -72,29 +72,29 @@ type cpuReading struct {
 	cpu map[scale.Tier]time.Duration
 }
 
-// readCPU adds up each tier's CPU: the process groups of the cluster's processes
-// and of the servers, and the test process itself.
+// readCPU adds up each tier's CPU: the process trees of the cluster's processes and
+// of the servers, and the test process itself.
 func readCPU(t *testing.T, c *faultenv.Cluster, s *faultenv.Servers) cpuReading {
 	t.Helper()
-	groups, err := scale.GroupCPU()
+	procs, err := scale.ReadSnapshot()
 	require.NoError(t, err)
 	own, err := scale.OwnCPU()
 	require.NoError(t, err)
 	r := cpuReading{at: time.Now(), cpu: map[scale.Tier]time.Duration{scale.TierHarness: own}}
 	for _, m := range c.Mandibles {
-		r.cpu[scale.TierMandible] += groups[m.Pid()]
+		r.cpu[scale.TierMandible] += procs.Tree(m.Pid())
 	}
 	for _, th := range c.Thoraxes {
-		r.cpu[scale.TierThorax] += groups[th.Pid()]
+		r.cpu[scale.TierThorax] += procs.Tree(th.Pid())
 	}
 	for _, a := range c.Agents {
-		r.cpu[scale.TierAgents] += groups[a.Pid()]
+		r.cpu[scale.TierAgents] += procs.Tree(a.Pid())
 	}
 	for tier, server := range map[scale.Tier]devstack.Server{scale.TierPostgres: devstack.ServerPostgres,
 		scale.TierRabbitMQ: devstack.ServerRabbitMQ, scale.TierTemporal: devstack.ServerTemporal} {
 		pid := s.Pid(server)
 		require.NotZero(t, pid, "%s is not running", server)
-		r.cpu[tier] = groups[pid]
+		r.cpu[tier] = procs.Tree(pid)
 	}
 	return r
 }
@@ -130,7 +130,7 @@ func enqueue(t *testing.T, c *faultenv.Cluster, n int) {
 		batch := make([]schema.NewDispatchRequest, 0, enqueueBatch)
 		for i := first; i < min(first+enqueueBatch, n); i++ {
 			batch = append(batch, schema.NewDispatchRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i),
-				Target: targets[i%len(targets)], Command: loadCommand, Timeout: commandTimeout})
+				Target: targets[i%len(targets)], Command: loadCommand, Timeout: commandTimeout, Priority: schema.PriorityNormal})
 		}
 		_, err := schema.EnqueueDispatchRequests(c.Ctx, c.Pool, batch)
 		require.NoError(t, err, "enqueueing dispatch requests")
