@@ -113,7 +113,7 @@ soak: build ## Hold 100 dispatch requests/s for SOAK_DURATION (10m) and check ea
 # and each tier's CPU per request side by side, and a fitted cost model; the report is
 # also kept in SCALE_REPORT.
 SCALE_AGENTS   ?= 200
-SCALE_REQUESTS ?= 3000
+SCALE_REQUESTS ?= 2000
 SCALE_REPLICAS ?= 1 2 4
 SCALE_WINDOW   ?= 3m
 SCALE_TIMEOUT  ?= 40m

@@ -34,7 +34,7 @@ const (
 // Shape of the run and of the fleet the model is projected onto.
 const (
 	thoraxes        = 2
-	defaultRequests = 3000
+	defaultRequests = 2000
 	defaultWindow   = 3 * time.Minute
 	// idleWindow is measured before each size's load, for the idle cost.
 	idleWindow = 20 * time.Second
