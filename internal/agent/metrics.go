@@ -102,12 +102,12 @@ func (m *Metrics) finished(res *mantisv1.CommandResult) {
 
 func commandOutcome(res *mantisv1.CommandResult) string {
 	switch {
-	case res.GetError() != "":
-		return outcomeNotRun
-	case res.GetTimedOut():
+	case res.GetTimedOut(): // a killed run explains itself in error too
 		return outcomeTimedOut
 	case res.GetCancelled():
 		return outcomeCancelled
+	case res.GetError() != "":
+		return outcomeNotRun
 	case res.GetExitCode() == 0:
 		return outcomeSucceeded
 	}
