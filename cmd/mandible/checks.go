@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,13 +25,17 @@ const (
 	checkTemporal       = "temporal"
 )
 
-// The statements of the database check: a round trip, and the schema version (the
-// migration runner's own table, absent before the first migration).
-const (
-	selectOneSQL      = `SELECT 1`
-	schemaVersionSQL  = `SELECT coalesce(max(version), 0) FROM schema_migrations`
-	undefinedTableErr = "42P01"
+// The statements of the database check: a round trip, and the schema version.
+var (
+	//go:embed sql/check_round_trip.sql
+	selectOneSQL string
+	//go:embed sql/check_schema_version.sql
+	schemaVersionSQL string
 )
+
+// undefinedTableErr is PostgreSQL's code for a missing table: schema_migrations before
+// the first migration.
+const undefinedTableErr = "42P01"
 
 // dependencyChecks are what mandible check-config --connect reaches: PostgreSQL
 // (through database.url, and database.direct_url when it differs), the broker when

@@ -24,7 +24,7 @@ func TestHTTPSListenerServesARenewedPair(t *testing.T) {
 	live := t.TempDir()
 	cfg := config.HTTP{Listen: "127.0.0.1:0", CertPath: filepath.Join(live, "tls.crt"), KeyPath: filepath.Join(live, "tls.key")}
 	install := func() *big.Int {
-		cert, key := certs.Issued(identity.RoleMandible, "api")
+		cert, _ := certs.Issued(identity.RoleMandible, "api")
 		require.NoError(t, os.RemoveAll(cert))
 		cert, key, err := certs.Issue(identity.RoleMandible, "api", nil)
 		require.NoError(t, err)

@@ -74,7 +74,7 @@ func setupRotation(t *testing.T) rotation {
 // paths, returning its serial number.
 func (r rotation) issue(t *testing.T) *big.Int {
 	t.Helper()
-	cert, key := r.bundle.Issued(identity.RoleMandible, "m1")
+	cert, _ := r.bundle.Issued(identity.RoleMandible, "m1")
 	require.NoError(t, os.RemoveAll(cert))
 	cert, key, err := r.bundle.Issue(identity.RoleMandible, "m1", nil)
 	require.NoError(t, err)
