@@ -153,7 +153,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 	if cfg.Mandible.Insecure {
 		t.mandibleCreds = insecure.NewCredentials()
 	} else {
-		tc, err := tlsconf.Client(tlsFiles(cfg.Mandible.TLS), "")
+		tc, err := tlsconf.Client(tlsFiles(cfg.Mandible.TLS, logger), "")
 		if err != nil {
 			return nil, fmt.Errorf("mandible TLS: %w", err)
 		}
@@ -163,12 +163,12 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 	if cfg.Agents.Insecure {
 		t.agentCreds = insecure.NewCredentials()
 	} else {
-		client, err := tlsconf.Client(tlsFiles(cfg.Agents.TLS), "")
+		client, err := tlsconf.Client(tlsFiles(cfg.Agents.TLS, logger), "")
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
 		}
 		tlsconf.RequirePeerRole(client, identity.RoleAgent)
-		server, err := tlsconf.Server(tlsFiles(cfg.Agents.TLS))
+		server, err := tlsconf.Server(tlsFiles(cfg.Agents.TLS, logger))
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
 		}
@@ -189,8 +189,9 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 	return t, nil
 }
 
-func tlsFiles(c config.TLS) tlsconf.Files {
-	return tlsconf.Files{CA: c.CACertPath, Cert: c.CertPath, Key: c.KeyPath}
+// tlsFiles names the files of a link; logger hears of their reloads.
+func tlsFiles(c config.TLS, logger *slog.Logger) tlsconf.Files {
+	return tlsconf.Files{CA: c.CACertPath, Cert: c.CertPath, Key: c.KeyPath, Logger: logger}
 }
 
 // Registry returns the instance's own registry of its identity metrics: the
