@@ -13,9 +13,13 @@
 // (MANTIS_HTTP_TOKENS=a,b) and tables are comma-separated key=value pairs
 // (MANTIS_LABELS=env=prod,zone=a); both replace the file's value entirely.
 //
-// Secrets (the broker password, HTTP tokens, the analysis model key and the
-// password inside the database URL) are redacted by String and LogValue, so a
-// configuration can be logged whole.
+// Secrets (the broker password, HTTP tokens, the analysis model key, the Temporal
+// API key and the password inside the database URLs) are redacted by String and
+// LogValue, so a configuration can be logged whole. Each secret key has a _file
+// sibling (database.url_file, queue.password_file, temporal.api_key_file, ...)
+// naming a file that holds the value, as a Kubernetes Secret mounted as files
+// provides it: the file's content, its trailing newline trimmed, becomes the value
+// (HTTP tokens one a line). Setting a key and its _file sibling is an error.
 package config
 
 import (
