@@ -26,13 +26,23 @@ const (
 	// loadCommand is the trivial command of every request.
 	loadCommand    = "true"
 	commandTimeout = 60 * time.Second
+	// assignTimeout bounds the wait for the agents' targets to be assigned: a fleet
+	// of 200 processes on a loaded machine takes minutes.
+	assignTimeout = 5 * time.Minute
 )
 
 // measureSize starts a cluster of n replicas, measures it idle and then draining
-// the workload, and returns the figures and what went wrong.
-func measureSize(t *testing.T, servers *faultenv.Servers, n int, set settings) (scale.Size, []string) {
-	c := faultenv.StartCluster(t, servers, faultenv.Options{Replicas: n, Thoraxes: thoraxes, PollAgents: set.agents, Metrics: true})
-	size := scale.Size{Replicas: n, Thoraxes: thoraxes, Agents: len(c.Agents), Requests: set.requests}
+// the workload, and returns the figures, what is worth knowing about the fleet, and
+// what went wrong.
+func measureSize(t *testing.T, servers *faultenv.Servers, n int, set settings) (scale.Size, []string, []string) {
+	c, targets := faultenv.StartFleet(t, servers, faultenv.Options{Replicas: n, Thoraxes: thoraxes, PollAgents: set.agents, Metrics: true}, assignTimeout)
+	require.NotEmpty(t, targets, "no agent's target was assigned within %s", assignTimeout)
+	size := scale.Size{Replicas: n, Thoraxes: thoraxes, Agents: len(targets), Requests: set.requests}
+	var notes []string
+	if len(targets) < set.agents {
+		notes = append(notes, fmt.Sprintf("%d replica(s): %d of %d agents' targets were assigned within %s of the agents' start; the load went to those",
+			n, len(targets), set.agents, assignTimeout))
+	}
 	admin, err := pgx.Connect(c.Ctx, servers.AdminURL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = admin.Close(context.Background()) })
@@ -47,7 +57,7 @@ func measureSize(t *testing.T, servers *faultenv.Servers, n int, set settings) (
 	size.IdleCPU, size.IdleWindow = sub(loadStart.cpu, idleStart.cpu), loadStart.at.Sub(idleStart.at)
 	claimsBefore := claims(t, c)
 
-	enqueue(t, c, set.requests)
+	enqueue(t, c, targets, set.requests)
 	drained := waitDrained(t, c, set.requests, set.window)
 	loadEnd := readCPU(t, c, servers)
 	size.LoadCPU, size.LoadWindow = sub(loadEnd.cpu, loadStart.cpu), loadEnd.at.Sub(loadStart.at)
@@ -63,7 +73,7 @@ func measureSize(t *testing.T, servers *faultenv.Servers, n int, set settings) (
 		problems = append(problems, fmt.Sprintf("%d replica(s): %d of %d requests succeeded within %s (%d ended otherwise)",
 			n, size.Succeeded, size.Requests, set.window, size.NotSucceeded))
 	}
-	return size, problems
+	return size, notes, problems
 }
 
 // cpuReading is every tier's CPU at one moment.
@@ -122,9 +132,8 @@ func claims(t *testing.T, c *faultenv.Cluster) scale.Claims {
 
 // enqueue writes n requests of `true`, spread over the targets, in batches as fast
 // as the database takes them.
-func enqueue(t *testing.T, c *faultenv.Cluster, n int) {
+func enqueue(t *testing.T, c *faultenv.Cluster, targets []string, n int) {
 	t.Helper()
-	targets := c.TargetNames()
 	run := fmt.Sprintf("scale-%d", os.Getpid())
 	for first := 0; first < n; first += enqueueBatch {
 		batch := make([]schema.NewDispatchRequest, 0, enqueueBatch)

@@ -67,11 +67,12 @@ func TestReportShowsEverySizeAndTheModel(t *testing.T) {
 	r := scale.Report{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Machine: "2 cores, 8.0 GiB memory",
 		LoadBefore: "1.00 2.00 3.00", LoadAfter: "4.00 5.00 6.00", Temporal: "server", Sizes: sizes,
 		Model: scale.Fit(sizes), Target: scale.Fleet{Replicas: 100, Thoraxes: 20, Agents: 10000, Rate: 1000},
+		Notes:    []string{"1 replica(s): 9 of 10 agents' targets were assigned"},
 		Problems: []string{"2 replica(s): 90 of 100 requests succeeded"}}
 	out := r.Markdown()
 	for _, want := range []string{"2026-01-02", "2 cores, 8.0 GiB memory", "1.00 2.00 3.00", "4.00 5.00 6.00",
 		"| 2 | 2 | 10 | 100 | 100 | 2s | 50.0 | 0.99% (1/101) |", "16 / 23 / 2", "mostly measure contention",
-		"| mandible | 4.000 | 1.000 |", "90 of 100"} {
+		"| mandible | 4.000 | 1.000 |", "9 of 10 agents'", "90 of 100"} {
 		require.True(t, strings.Contains(out, want), "the report lacks %q:\n%s", want, out)
 	}
 }

@@ -19,6 +19,8 @@ type Report struct {
 	Model    Model
 	// Target is the fleet the model is projected onto.
 	Target Fleet
+	// Notes are what a reader should know of the run (a fleet that came up short).
+	Notes []string
 	// Problems are what went wrong (requests that did not succeed in the window).
 	Problems []string
 }
@@ -33,6 +35,12 @@ func (r Report) Markdown() string {
 	b.WriteString(r.sizesTable())
 	b.WriteString("\n" + r.cpuTable())
 	b.WriteString("\n" + r.modelTable())
+	if len(r.Notes) > 0 {
+		b.WriteString("\nNotes:\n\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
 	if len(r.Problems) > 0 {
 		b.WriteString("\nProblems:\n\n")
 		for _, p := range r.Problems {

@@ -95,8 +95,9 @@ func TestScale(t *testing.T) {
 
 	for _, n := range set.replicas {
 		t.Run(fmt.Sprintf("replicas=%d", n), func(t *testing.T) {
-			size, problems := measureSize(t, servers, n, set)
+			size, notes, problems := measureSize(t, servers, n, set)
 			report.Sizes = append(report.Sizes, size)
+			report.Notes = append(report.Notes, notes...)
 			report.Problems = append(report.Problems, problems...)
 		})
 	}
