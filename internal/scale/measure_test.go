@@ -28,7 +28,7 @@ const (
 	commandTimeout = 60 * time.Second
 	// assignTimeout bounds the wait for the agents' targets to be assigned: a fleet
 	// of 200 processes on a loaded machine takes minutes.
-	assignTimeout = 5 * time.Minute
+	assignTimeout = 3 * time.Minute
 )
 
 // measureSize starts a cluster of n replicas, measures it idle and then draining
