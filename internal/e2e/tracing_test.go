@@ -223,6 +223,17 @@ func TestDeploymentIsOneTraceAcrossProcesses(t *testing.T) {
 		require.Len(ct, byService(spans, "mantis-agent", "mantis.v1.AgentService/RunCommand"), 1)
 		require.Len(ct, byService(spans, "mantis-thorax", "mantis.v1.ThoraxService/ReportResult"), 1)
 		require.Len(ct, byService(spans, "mantis-mandible", "mantis.v1.MandibleService/StoreCommandResult"), 2)
+		// The workflow's span ends, and is exported, only when the workflow has: wait
+		// until every span's parent has arrived.
+		have := map[string]bool{}
+		for _, sp := range spans {
+			have[sp.SpanID] = true
+		}
+		for _, sp := range spans {
+			if sp.Parent != "" && sp.Parent != strings.Repeat("0", 16) {
+				require.True(ct, have[sp.Parent], "span %s (%s): its parent has not arrived", sp.Name, sp.Service)
+			}
+		}
 	}, 60*time.Second, 500*time.Millisecond)
 	t.Logf("trace %s:\n%s", root.TraceID, renderTrace(spans))
 
