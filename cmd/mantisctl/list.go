@@ -68,11 +68,8 @@ func newListCommand(f *clientFlags) *cobra.Command {
 
 // printDeployments prints ds as a table, or as data in format.
 func printDeployments(out io.Writer, format outputFormat, ds []api.Deployment) error {
-	if format.structured() {
-		if ds == nil {
-			ds = []api.Deployment{}
-		}
-		return printData(out, format, ds)
+	if done, err := printListData(out, format, ds); done {
+		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tNAME\tPRIORITY\tSTATUS\tCREATED")

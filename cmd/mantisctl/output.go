@@ -83,3 +83,15 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// printListData prints items as data when format is structured (no items as an
+// empty list, not null) and reports whether it did; a table is the caller's.
+func printListData[T any](out io.Writer, format outputFormat, items []T) (bool, error) {
+	if !format.structured() {
+		return false, nil
+	}
+	if items == nil {
+		items = []T{}
+	}
+	return true, printData(out, format, items)
+}

@@ -84,11 +84,8 @@ func requestsQuery(q apiclient.DispatchRequestQuery) url.Values {
 
 // printDispatchRequests prints reqs as a table, or as data in format.
 func printDispatchRequests(out io.Writer, format outputFormat, reqs []api.DispatchRequest) error {
-	if format.structured() {
-		if reqs == nil {
-			reqs = []api.DispatchRequest{}
-		}
-		return printData(out, format, reqs)
+	if done, err := printListData(out, format, reqs); done {
+		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tTARGET\tPRIORITY\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tEXPIRES\tREASON")
