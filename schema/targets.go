@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mantis-deploy/mantis/internal/api"
 	"maps"
 	"net"
 	"regexp"
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
@@ -26,17 +25,9 @@ const (
 // Modes lists every target mode (targets.mode, command_queue.mode).
 var Modes = []string{ModePoll, ModeListen}
 
-// Target is a host Mantis runs commands on.
-type Target struct {
-	ID                 uuid.UUID         `json:"id"`
-	Name               string            `json:"name"`
-	Mode               string            `json:"mode"`
-	Address            *string           `json:"address,omitempty"`
-	Labels             map[string]string `json:"labels"`
-	AssignedInstanceID *uuid.UUID        `json:"assigned_instance_id,omitempty"`
-	CreatedAt          time.Time         `json:"created_at"`
-	UpdatedAt          time.Time         `json:"updated_at"`
-}
+// Target is a host Mantis runs commands on: the API's own type (internal/api),
+// filled here.
+type Target = api.Target
 
 // NewTarget is a target to register.
 type NewTarget struct {

@@ -24,7 +24,7 @@ func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.InfoContext(r.Context(), "target registered", "target", t.Name, "mode", t.Mode, "actor", actor(r))
-	api.WriteJSON(w, http.StatusOK, targetOf(t))
+	api.WriteJSON(w, http.StatusOK, t)
 }
 
 func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
@@ -33,9 +33,9 @@ func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.TargetList{Targets: make([]api.Target, len(ts))}
-	for i, t := range ts {
-		resp.Targets[i] = targetOf(t)
+	resp := api.TargetList{Targets: ts}
+	if resp.Targets == nil {
+		resp.Targets = []api.Target{}
 	}
 	api.WriteJSON(w, http.StatusOK, resp)
 }

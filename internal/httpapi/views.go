@@ -18,11 +18,3 @@ func enqueueAnswerOf(out []schema.EnqueuedRequest) api.EnqueueAnswer {
 	}
 	return a
 }
-
-// targetOf is t as the API shows it.
-func targetOf(t schema.Target) api.Target {
-	return api.Target{
-		ID: t.ID, Name: t.Name, Mode: t.Mode, Address: t.Address, Labels: t.Labels,
-		AssignedInstanceID: t.AssignedInstanceID, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-	}
-}
