@@ -2,7 +2,7 @@ package tlsconf
 
 import (
 	"crypto/tls"
-	"errors"
+	"crypto/x509"
 	"fmt"
 	"slices"
 
@@ -17,17 +17,7 @@ import (
 // VerifyConnection cfg already has still runs first.
 func RequirePeerNames(cfg *tls.Config, names []string) {
 	allowed := slices.Clone(names)
-	previous := cfg.VerifyConnection
-	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		if previous != nil {
-			if err := previous(cs); err != nil {
-				return err
-			}
-		}
-		if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
-			return errors.New("peer certificate: none verified")
-		}
-		leaf := cs.PeerCertificates[0]
+	checkVerifiedPeer(cfg, func(leaf *x509.Certificate) error {
 		if id, err := identity.FromCertificate(leaf); err == nil && slices.Contains(allowed, id.Name) {
 			return nil
 		}
@@ -40,5 +30,5 @@ func RequirePeerNames(cfg *tls.Config, names []string) {
 			}
 		}
 		return fmt.Errorf("peer certificate %q: names none of %q", leaf.Subject.CommonName, allowed)
-	}
+	})
 }

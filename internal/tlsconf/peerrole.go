@@ -2,6 +2,7 @@ package tlsconf
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 
@@ -14,6 +15,21 @@ import (
 // of a certificate from the same CA could otherwise stand in for the server. A
 // VerifyConnection cfg already has still runs first.
 func RequirePeerRole(cfg *tls.Config, role identity.Role) {
+	checkVerifiedPeer(cfg, func(leaf *x509.Certificate) error {
+		id, err := identity.FromCertificate(leaf)
+		if err != nil {
+			return fmt.Errorf("peer certificate %q: expected a %s identity: %w", leaf.Subject.CommonName, role, err)
+		}
+		if id.Role != role {
+			return fmt.Errorf("peer certificate %q is %s, expected a %s", leaf.Subject.CommonName, id, role)
+		}
+		return nil
+	})
+}
+
+// checkVerifiedPeer adds check of the peer's verified leaf certificate to cfg's
+// VerifyConnection, after the one cfg already has.
+func checkVerifiedPeer(cfg *tls.Config, check func(leaf *x509.Certificate) error) {
 	previous := cfg.VerifyConnection
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 		if previous != nil {
@@ -24,14 +40,6 @@ func RequirePeerRole(cfg *tls.Config, role identity.Role) {
 		if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
 			return errors.New("peer certificate: none verified")
 		}
-		leaf := cs.PeerCertificates[0]
-		id, err := identity.FromCertificate(leaf)
-		if err != nil {
-			return fmt.Errorf("peer certificate %q: expected a %s identity: %w", leaf.Subject.CommonName, role, err)
-		}
-		if id.Role != role {
-			return fmt.Errorf("peer certificate %q is %s, expected a %s", leaf.Subject.CommonName, id, role)
-		}
-		return nil
+		return check(cs.PeerCertificates[0])
 	}
 }
