@@ -109,7 +109,16 @@ type Cluster struct {
 // waits until every target is registered and assigned.
 func StartCluster(t testing.TB, s *Servers, o Options) *Cluster {
 	t.Helper()
-	o = o.withDefaults()
+	c := startProcesses(t, s, o.withDefaults())
+	c.registerTargets()
+	return c
+}
+
+// startProcesses migrates a database of its own and starts o's replicas, then its
+// Thorax instances once the replicas are healthy, then its agents once every Thorax
+// registered.
+func startProcesses(t testing.TB, s *Servers, o Options) *Cluster {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
 	certs, err := devcerts.Generate(filepath.Join(dir, "certs"), []string{"localhost", "127.0.0.1"})
@@ -148,7 +157,6 @@ func StartCluster(t testing.TB, s *Servers, o Options) *Cluster {
 		c.Agents = append(c.Agents, c.newListenAgent(i))
 	}
 	c.startAll(agentProcs(c.Agents))
-	c.registerTargets()
 	return c
 }
 

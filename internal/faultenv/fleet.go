@@ -1,17 +1,10 @@
 package faultenv
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
-
-	"github.com/mantis-deploy/mantis/internal/devcerts"
-	"github.com/mantis-deploy/mantis/schema"
 )
 
 // fleetPoll is how often StartFleet counts the assigned targets.
@@ -25,40 +18,7 @@ const fleetPoll = time.Second
 func StartFleet(t testing.TB, s *Servers, o Options, assignTimeout time.Duration) (*Cluster, []string) {
 	t.Helper()
 	o.ListenAgents = 0
-	o = o.withDefaults()
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
-	certs, err := devcerts.Generate(filepath.Join(dir, "certs"), []string{"localhost", "127.0.0.1"})
-	require.NoError(t, err)
-	c := &Cluster{t: t, Ctx: context.Background(), Dir: dir, Servers: s, Certs: certs,
-		DBURL: s.Database(t), Broker: s.VHost(t), queue: "deployments-" + randomHex(4),
-		opts: o, AgentLink: NewLink("agent-thorax"), listenProxy: map[string]string{}, LedgerDir: filepath.Join(dir, "ledger")}
-	c.Pool, err = pgxpool.New(c.Ctx, c.DBURL)
-	require.NoError(t, err)
-	t.Cleanup(c.Pool.Close)
-	_, err = schema.Migrate(c.Ctx, c.Pool)
-	require.NoError(t, err)
-
-	for i := range o.Replicas {
-		c.Mandibles = append(c.Mandibles, c.newMandible(i))
-	}
-	c.startAll(mandibleProcs(c.Mandibles))
-	c.WaitHealthy(c.Mandibles...)
-	grpcAddrs := make([]string, len(c.Mandibles))
-	for i, m := range c.Mandibles {
-		grpcAddrs[i] = m.GRPCAddr
-	}
-	for i := range o.Thoraxes {
-		c.Thoraxes = append(c.Thoraxes, c.newThorax(i, grpcAddrs))
-	}
-	c.startAll(thoraxProcs(c.Thoraxes))
-	for _, th := range c.Thoraxes {
-		c.WaitRegistered(th)
-	}
-	for i := range o.PollAgents {
-		c.Agents = append(c.Agents, c.newPollAgent(i, i%len(c.Thoraxes)))
-	}
-	c.startAll(agentProcs(c.Agents))
+	c := startProcesses(t, s, o.withDefaults())
 	return c, c.waitAssigned(assignTimeout)
 }
 
