@@ -26,6 +26,26 @@ type Analysis struct {
 	FinishedAt *time.Time
 }
 
+type CommandOutput struct {
+	ID                int64
+	CommandID         uuid.UUID
+	Seq               int64
+	DispatchRequestID uuid.UUID
+	DeploymentID      *uuid.UUID
+	StepPosition      *int32
+	Target            string
+	Data              []byte
+	Truncated         bool
+	CreatedAt         time.Time
+}
+
+type CommandOutputTotal struct {
+	CommandID uuid.UUID
+	Bytes     int64
+	Truncated bool
+	UpdatedAt time.Time
+}
+
 type CommandQueue struct {
 	ID                 uuid.UUID
 	DispatchRequestID  uuid.UUID
@@ -62,18 +82,20 @@ type CommandQueue struct {
 }
 
 type Deployment struct {
-	ID             uuid.UUID
-	Name           string
-	Priority       string
-	Status         string
-	Spec           []byte
-	IdempotencyKey *string
-	MaxParallel    *int32
-	Error          *string
-	CreatedAt      time.Time
-	StartedAt      *time.Time
-	FinishedAt     *time.Time
-	CreatedBy      *string
+	ID               uuid.UUID
+	Name             string
+	Priority         string
+	Status           string
+	Spec             []byte
+	IdempotencyKey   *string
+	MaxParallel      *int32
+	Error            *string
+	CreatedAt        time.Time
+	StartedAt        *time.Time
+	FinishedAt       *time.Time
+	CreatedBy        *string
+	FreezeOverrideBy *string
+	FreezeOverrides  []string
 }
 
 type DeploymentEvent struct {
@@ -107,6 +129,23 @@ type DeploymentWorkflowNotice struct {
 	Reason       string
 	Attempts     int32
 	CreatedAt    time.Time
+}
+
+type EventLogRetention struct {
+	Singleton     bool
+	PrunedThrough int64
+	PrunedAt      time.Time
+}
+
+type Freeze struct {
+	Name      string
+	Selector  []byte
+	Reason    string
+	StartsAt  *time.Time
+	EndsAt    *time.Time
+	Weekly    []byte
+	CreatedBy string
+	CreatedAt time.Time
 }
 
 type MandibleReplica struct {
@@ -170,4 +209,31 @@ type ThoraxInstance struct {
 	DiedAt           *time.Time
 	HeartbeatReplica *string
 	CertName         *string
+}
+
+type Webhook struct {
+	ID         uuid.UUID
+	Url        string
+	EventTypes []string
+	Secret     string
+	CreatedBy  string
+	CreatedAt  time.Time
+}
+
+type WebhookCursor struct {
+	ID          bool
+	LastEventID int64
+}
+
+type WebhookDelivery struct {
+	ID            int64
+	WebhookID     uuid.UUID
+	EventID       int64
+	Status        string
+	Attempts      int32
+	NextAttemptAt time.Time
+	LastError     *string
+	LastStatus    *int32
+	CreatedAt     time.Time
+	EndedAt       *time.Time
 }
