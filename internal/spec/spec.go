@@ -21,8 +21,9 @@ import (
 
 // Step is one ordered step: a command run on every target.
 type Step struct {
-	Name    string `json:"name"`
-	Command string `json:"command"`
+	Name string `json:"name"`
+	// Command is the shell command run on each target; an approval step has none.
+	Command string `json:"command,omitempty"`
 	// Timeout is a duration such as "90s" or "5m" (default 10m).
 	Timeout string `json:"timeout,omitempty"`
 	// ContinueOnError lets the deployment go on when the step fails on some target.
@@ -34,6 +35,21 @@ type Step struct {
 	// starts its workflow; views show secretenv.Redacted.
 	EnvSecret  map[string]string `json:"env_secret,omitempty"`
 	WorkingDir string            `json:"working_dir,omitempty"`
+	// Kind is "command" (the default: Command runs on every target) or "approval":
+	// the step runs nothing and waits for an approve or reject decision, or for its
+	// timeout (default 24h), then decides on_timeout.
+	Kind string `json:"kind,omitempty"`
+	// Approvers names the API tokens that may decide an approval step or the failure
+	// of an on_failure: ask step; empty: any token with the deploy scope.
+	Approvers []string `json:"approvers,omitempty"`
+	// OnTimeout is what an approval step decides when nobody did: "reject" (the
+	// default) or "approve".
+	OnTimeout string `json:"on_timeout,omitempty"`
+	// OnFailure "ask" makes a failed step wait for a person to retry it on its failed
+	// targets, skip it, or abort the deployment.
+	OnFailure string `json:"on_failure,omitempty"`
+	// Rollout overrides the deployment's rollout for this step.
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
 // TimeoutDuration is the step's timeout (call after Validate and WithDefaults).
@@ -56,6 +72,12 @@ type Deployment struct {
 	Steps          []Step            `json:"steps"`
 	// MaxParallel caps how many targets run a step at once (0: all).
 	MaxParallel int `json:"max_parallel,omitempty"`
+	// Rollout says how each step reaches its targets: batches, pauses, a fleet-wide
+	// failure budget and a canary. A step's own rollout overrides it.
+	Rollout *Rollout `json:"rollout,omitempty"`
+	// OnFailure are rollback steps: when the deployment fails, they run on the targets
+	// it touched, and their own failure is reported but rolls nothing back.
+	OnFailure []Step `json:"on_failure,omitempty"`
 	// IdempotencyKey makes creation idempotent: the same key yields the same deployment.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// DeploymentID is set by Mandible when it creates the deployment; a deployment
@@ -124,7 +146,9 @@ func (d Deployment) WithDefaults() Deployment {
 	d.Priority, _ = CommandDefaults(d.Priority, 0)
 	steps := make([]Step, len(d.Steps))
 	for i, s := range d.Steps {
-		if s.Timeout == "" {
+		if s.Timeout == "" && s.IsApproval() {
+			s.Timeout = DefaultApprovalTimeout.String()
+		} else if s.Timeout == "" {
 			_, timeout := CommandDefaults("", 0)
 			s.Timeout = timeout.String()
 		}
@@ -177,6 +201,10 @@ func (d Deployment) Validate() error {
 	if d.MaxParallel < 0 {
 		p.add("max_parallel", "must not be negative, got %d", d.MaxParallel)
 	}
+	if d.Rollout != nil {
+		d.Rollout.validate(&p, "rollout")
+	}
+	d.validateRollback(&p)
 	if len(p.errs) > 0 {
 		return p.errs
 	}
@@ -227,6 +255,12 @@ func (d Deployment) validateTargets(p *problems) {
 // validate checks one step's fields but its name (unique across steps, which
 // Validate checks), naming each problem under at.
 func (s Step) validate(p *problems, at string) {
+	if s.validateKind(p, at) {
+		return
+	}
+	if s.Rollout != nil {
+		s.Rollout.validate(p, at+".rollout")
+	}
 	if strings.TrimSpace(s.Command) == "" {
 		p.add(at+".command", "required")
 	}

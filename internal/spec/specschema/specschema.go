@@ -45,7 +45,7 @@ const (
 // Generate returns the JSON Schema (draft 2020-12) of spec.Deployment, indented and
 // ending in a newline. It must run from the module's root (see SpecDir).
 func Generate() ([]byte, error) {
-	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true}
+	r := &jsonschema.Reflector{DoNotReference: true, ExpandedStruct: true, Mapper: mapType}
 	if err := r.AddGoComments(modulePath, SpecDir); err != nil {
 		return nil, fmt.Errorf("reading the comments of %s: %w", SpecDir, err)
 	}
@@ -115,6 +115,25 @@ func boundStep(st *jsonschema.Schema) error {
 	props["env_secret"].PropertyNames = &jsonschema.Schema{Pattern: EnvKeyPattern}
 	props["working_dir"].Pattern = "^/"
 	return nil
+}
+
+// BatchSizePattern is a rollout batch size written as a string: a whole number or a
+// percent ("10%"); spec.ParseBatchSize reads it.
+const BatchSizePattern = `^\s*([0-9]+|[0-9]*\.?[0-9]+\s*%)\s*$`
+
+// mapType gives the schema of the spec types whose JSON is not their Go shape: a
+// rollout batch size is a number or a string such as "10%".
+func mapType(t reflect.Type) *jsonschema.Schema {
+	if t != reflect.TypeFor[spec.BatchSize]() {
+		return nil
+	}
+	return &jsonschema.Schema{
+		Description: `A batch size: a number of targets (5) or a percent of them ("10%").`,
+		OneOf: []*jsonschema.Schema{
+			{Type: "integer", Minimum: "1", Maximum: json.Number(fmt.Sprint(spec.MaxTargets))},
+			{Type: "string", Pattern: BatchSizePattern},
+		},
+	}
 }
 
 // minOne is the schema asking that property name, of type typ, be non-empty.

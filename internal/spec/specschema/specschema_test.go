@@ -122,7 +122,8 @@ func TestSchemaNamesEveryField(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	full, err := json.Marshal(spec.Deployment{Name: "n", Priority: "p", Targets: []string{"t"}, TargetSelector: map[string]string{"k": "v"},
-		Steps: []spec.Step{{Name: "s"}}, MaxParallel: 1, IdempotencyKey: "k", DeploymentID: "d"})
+		Steps: []spec.Step{{Name: "s"}}, MaxParallel: 1, IdempotencyKey: "k", DeploymentID: "d",
+		Rollout: &spec.Rollout{}, OnFailure: []spec.Step{{Name: "r"}}})
 	require.NoError(t, err)
 	var fields map[string]any
 	require.NoError(t, json.Unmarshal(full, &fields))
