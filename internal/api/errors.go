@@ -37,16 +37,20 @@ const (
 	// CodeIdempotencyConflict answers 409 for an Idempotency-Key that already named a
 	// deployment created from another spec.
 	CodeIdempotencyConflict ErrorCode = "idempotency_conflict"
-	CodeUnavailable         ErrorCode = "unavailable"
-	CodeBrokerError         ErrorCode = "broker_error"
-	CodeInternal            ErrorCode = "internal"
+	// CodeFrozen answers 409 for a deployment an active freeze window covers.
+	CodeFrozen ErrorCode = "frozen"
+	// CodeAlreadyExists answers 409 for a create whose name is taken.
+	CodeAlreadyExists ErrorCode = "already_exists"
+	CodeUnavailable   ErrorCode = "unavailable"
+	CodeBrokerError   ErrorCode = "broker_error"
+	CodeInternal      ErrorCode = "internal"
 )
 
 // ErrorCodes lists every code, in the order of the constants.
 var ErrorCodes = []ErrorCode{
 	CodeInvalidArgument, CodeInvalidJSON, CodeInvalidBody, CodeInvalidSpec, CodeTooLarge, CodeNotFound,
 	CodeAlreadyFinished, CodeUnauthenticated, CodeForbidden, CodeMethodNotAllowed, CodeIdempotencyConflict,
-	CodeUnavailable, CodeBrokerError, CodeInternal,
+	CodeFrozen, CodeAlreadyExists, CodeUnavailable, CodeBrokerError, CodeInternal,
 }
 
 // ProblemContentType is the media type of every error answer (RFC 9457).
@@ -68,6 +72,8 @@ var titles = map[ErrorCode]string{
 	CodeForbidden:           "Forbidden",
 	CodeMethodNotAllowed:    "Method not allowed",
 	CodeIdempotencyConflict: "Idempotency key reused with another request",
+	CodeFrozen:              "Refused by a freeze window",
+	CodeAlreadyExists:       "Already exists",
 	CodeUnavailable:         "Unavailable",
 	CodeBrokerError:         "Broker error",
 	CodeInternal:            "Internal error",
