@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,55 +12,27 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
 
 // execute executes the root command in process with args and returns what it printed.
 func execute(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	cmd := newRootCommand()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return clitest.Execute(t, newRootCommand(), args...)
 }
 
-// isolateEnv removes the MANTIS_ variables for the test, so that neither the
-// developer's shell nor `mantisctl dev exec` decides what the configuration holds.
-// Tests that call it cannot run in parallel.
+// isolateEnv removes the MANTIS_ variables for the test and gives it a journal of its
+// own (the agent journals its runs). Tests that call it cannot run in parallel.
 func isolateEnv(t *testing.T) {
-	t.Helper()
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "MANTIS_") {
-			t.Setenv(k, v) // restores the value when the test ends
-			require.NoError(t, os.Unsetenv(k))
-		}
-	}
-	// The agent journals its runs; a test's journal is its own.
+	clitest.IsolateEnv(t)
 	t.Setenv("MANTIS_JOURNAL_DIR", filepath.Join(t.TempDir(), "journal"))
 }
 
 func writeConfig(t *testing.T, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "agent.toml")
-	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-	return path
+	return clitest.WriteConfig(t, "agent.toml", content)
 }
 
-// problemLines returns the lines of a configuration error after its heading, sorted.
-func problemLines(t *testing.T, err error) []string {
-	t.Helper()
-	require.Error(t, err)
-	heading, body, ok := strings.Cut(err.Error(), "\n")
-	require.True(t, ok, "one problem per line after a heading: %q", err)
-	require.Equal(t, "invalid configuration:", heading)
-	lines := strings.Split(body, "\n")
-	slices.Sort(lines)
-	return lines
-}
+func problemLines(t *testing.T, err error) []string { return clitest.ProblemLines(t, err) }
 
 func TestHelpListsSubcommandsAndFlags(t *testing.T) {
 	t.Parallel()

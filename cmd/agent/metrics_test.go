@@ -1,39 +1,17 @@
 package main
 
 import (
-	"io"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/stretchr/testify/require"
 )
 
-// freeAddress returns a local address that was free a moment ago.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := lis.Addr().String()
-	require.NoError(t, lis.Close())
-	return addr
-}
+func freeAddress(t *testing.T) string { return clitest.FreeAddress(t) }
 
-// body fetches url and returns its body, or "" when it does not answer 200.
-func body(url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	return string(b)
-}
+func body(url string) string { return clitest.Body(url) }
 
 func TestMetricsListenerServesGoroutinesAndHealthUntilStopped(t *testing.T) {
 	isolateEnv(t)

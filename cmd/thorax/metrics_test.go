@@ -2,28 +2,15 @@ package main
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/stretchr/testify/require"
 )
 
-// body fetches url and returns its body, or "" when it does not answer 200.
-func body(url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	return string(b)
-}
+func body(url string) string { return clitest.Body(url) }
 
 func TestMetricsListenerServesGoroutinesAndHealthUntilStopped(t *testing.T) {
 	isolateEnv(t)

@@ -2,27 +2,16 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/stretchr/testify/require"
 )
 
-// ready fetches the listener's /readyz and returns its status and body.
-func ready(t *testing.T, addr string) (int, string) {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		return 0, ""
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
-}
+func ready(t *testing.T, addr string) (int, string) { return clitest.Ready(t, addr) }
 
 func TestNotReadyUntilRegisteredWithMandible(t *testing.T) {
 	isolateEnv(t)
