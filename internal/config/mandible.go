@@ -25,6 +25,9 @@ type Mandible struct {
 	Analysis Analysis     `toml:"analysis"`
 	Secrets  Secrets      `toml:"secrets"`
 	Tracing  Tracing      `toml:"tracing"` // OpenTelemetry spans; off while tracing.endpoint is empty
+	// Output bounds the live output of commands; Retention prunes it and the event log.
+	Output    Output    `toml:"output"`
+	Retention Retention `toml:"retention"`
 }
 
 // Database is Mandible's PostgreSQL connection.
@@ -169,8 +172,10 @@ func DefaultMandible() Mandible {
 			DeliveryTimeout:   Duration{60 * time.Second},
 			BatchSize:         500,
 		},
-		Thorax:   ThoraxHealth{HeartbeatTimeout: Duration{15 * time.Second}, ResultGrace: Duration{2 * time.Minute}},
-		Analysis: Analysis{Timeout: Duration{10 * time.Second}},
+		Thorax:    ThoraxHealth{HeartbeatTimeout: Duration{15 * time.Second}, ResultGrace: Duration{2 * time.Minute}},
+		Analysis:  Analysis{Timeout: Duration{10 * time.Second}},
+		Output:    defaultOutput(),
+		Retention: defaultRetention(),
 	}
 }
 
@@ -226,6 +231,7 @@ func (c Mandible) Validate() error {
 		p.required("analysis.model", c.Analysis.Model, "required when analysis.model_url is set")
 	}
 
+	c.Output.validate(&p)
 	p.durations(c)
 	return p.err()
 }

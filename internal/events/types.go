@@ -73,7 +73,7 @@ const (
 var All = []Type{
 	DeploymentStarted, DeploymentSucceeded, DeploymentFailed, DeploymentCancelled, DeploymentCancelRequested,
 	StepStarted, StepSucceeded, StepFailed, StepSkipped, StepCancelled,
-	TargetQueued, TargetRunning, TargetSucceeded, TargetFailed, TargetReassigned, TargetAnalysis,
+	TargetQueued, TargetRunning, TargetSucceeded, TargetFailed, TargetReassigned, TargetAnalysis, TargetOutput,
 }
 
 // DeploymentEnded is the type of the event that ends a deployment in status.

@@ -57,9 +57,14 @@ type MandibleService struct {
 	Secrets secretenv.Keyring
 	// SecretResolver resolves the file: and env: references among them.
 	SecretResolver secretenv.Resolver
+	// MaxOutputBytesPerCommand bounds the live output stored per command
+	// (output.max_bytes_per_command); zero means schema.DefaultMaxOutputBytesPerCommand.
+	MaxOutputBytesPerCommand int64
 
 	// bound caches instance id -> certificate name; a binding never changes.
 	bound sync.Map
+	// results groups concurrent StoreCommandResult calls (results.go).
+	results resultBatch
 }
 
 // invalid is an INVALID_ARGUMENT error naming the field.
@@ -199,6 +204,8 @@ func commandToProto(c schema.Command) *mantisv1.Command {
 // StoreCommandResult records a result, fenced by its lease epoch: whichever instance
 // forwards a result at the command's current epoch, it is recorded, with that instance
 // as the one that delivered it. A stale epoch is FAILED_PRECONDITION and says so.
+// Concurrent calls are stored together, one statement per batch (results.go); each
+// still gets its own answer.
 func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.StoreCommandResultRequest) (*mantisv1.StoreCommandResultResponse, error) {
 	id, err := parseID("instance_id", req.GetInstanceId())
 	if err != nil {
@@ -229,11 +236,11 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	if r.GetFinishedAt() != nil && !r.GetFinishedAt().IsValid() {
 		return nil, invalid("result.finished_at", "not a valid timestamp")
 	}
-	stored, err := schema.StoreCommandResult(ctx, s.DB, id, cmd, req.GetLeaseEpoch(), schema.CommandResult{
+	stored, err := s.results.batcher(s.DB).Store(ctx, schema.ResultToStore{Instance: id, Command: cmd, Epoch: req.GetLeaseEpoch(), Result: schema.CommandResult{
 		ExitCode: int(r.GetExitCode()), Output: string(output), OutputTruncated: truncated,
 		TimedOut: r.GetTimedOut(), Cancelled: r.GetCancelled(), Error: safetext.Bound(r.GetError(), maxErrorBytes),
 		StartedAt: timeOf(r.GetStartedAt()), FinishedAt: timeOf(r.GetFinishedAt()),
-	})
+	}})
 	if err != nil {
 		if errors.Is(err, schema.ErrNotHeld) {
 			s.Logger.WarnContext(ctx, "refused command result", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(), "err", err)

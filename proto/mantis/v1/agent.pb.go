@@ -193,7 +193,7 @@ var File_mantis_v1_agent_proto protoreflect.FileDescriptor
 
 const file_mantis_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x15mantis/v1/agent.proto\x12\tmantis.v1\x1a\x17mantis/v1/command.proto\"A\n" +
+	"\x15mantis/v1/agent.proto\x12\tmantis.v1\x1a\x17mantis/v1/command.proto\x1a\x16mantis/v1/output.proto\"A\n" +
 	"\x11RunCommandRequest\x12,\n" +
 	"\acommand\x18\x01 \x01(\v2\x12.mantis.v1.CommandR\acommand\"F\n" +
 	"\x12RunCommandResponse\x120\n" +
@@ -201,11 +201,12 @@ const file_mantis_v1_agent_proto_rawDesc = "" +
 	"\x14CancelCommandRequest\x12\x1d\n" +
 	"\n" +
 	"command_id\x18\x01 \x01(\tR\tcommandId\"\x17\n" +
-	"\x15CancelCommandResponse2\xad\x01\n" +
+	"\x15CancelCommandResponse2\xf5\x01\n" +
 	"\fAgentService\x12I\n" +
 	"\n" +
 	"RunCommand\x12\x1c.mantis.v1.RunCommandRequest\x1a\x1d.mantis.v1.RunCommandResponse\x12R\n" +
-	"\rCancelCommand\x12\x1f.mantis.v1.CancelCommandRequest\x1a .mantis.v1.CancelCommandResponseB:Z8github.com/mantis-deploy/mantis/proto/mantis/v1;mantisv1b\x06proto3"
+	"\rCancelCommand\x12\x1f.mantis.v1.CancelCommandRequest\x1a .mantis.v1.CancelCommandResponse\x12F\n" +
+	"\vWatchOutput\x12\x1d.mantis.v1.WatchOutputRequest\x1a\x16.mantis.v1.OutputChunk0\x01B:Z8github.com/mantis-deploy/mantis/proto/mantis/v1;mantisv1b\x06proto3"
 
 var (
 	file_mantis_v1_agent_proto_rawDescOnce sync.Once
@@ -227,16 +228,20 @@ var file_mantis_v1_agent_proto_goTypes = []any{
 	(*CancelCommandResponse)(nil), // 3: mantis.v1.CancelCommandResponse
 	(*Command)(nil),               // 4: mantis.v1.Command
 	(*CommandResult)(nil),         // 5: mantis.v1.CommandResult
+	(*WatchOutputRequest)(nil),    // 6: mantis.v1.WatchOutputRequest
+	(*OutputChunk)(nil),           // 7: mantis.v1.OutputChunk
 }
 var file_mantis_v1_agent_proto_depIdxs = []int32{
 	4, // 0: mantis.v1.RunCommandRequest.command:type_name -> mantis.v1.Command
 	5, // 1: mantis.v1.RunCommandResponse.result:type_name -> mantis.v1.CommandResult
 	0, // 2: mantis.v1.AgentService.RunCommand:input_type -> mantis.v1.RunCommandRequest
 	2, // 3: mantis.v1.AgentService.CancelCommand:input_type -> mantis.v1.CancelCommandRequest
-	1, // 4: mantis.v1.AgentService.RunCommand:output_type -> mantis.v1.RunCommandResponse
-	3, // 5: mantis.v1.AgentService.CancelCommand:output_type -> mantis.v1.CancelCommandResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
+	6, // 4: mantis.v1.AgentService.WatchOutput:input_type -> mantis.v1.WatchOutputRequest
+	1, // 5: mantis.v1.AgentService.RunCommand:output_type -> mantis.v1.RunCommandResponse
+	3, // 6: mantis.v1.AgentService.CancelCommand:output_type -> mantis.v1.CancelCommandResponse
+	7, // 7: mantis.v1.AgentService.WatchOutput:output_type -> mantis.v1.OutputChunk
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
 	2, // [2:2] is the sub-list for extension extendee
 	0, // [0:2] is the sub-list for field type_name
@@ -248,6 +253,7 @@ func file_mantis_v1_agent_proto_init() {
 		return
 	}
 	file_mantis_v1_command_proto_init()
+	file_mantis_v1_output_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	AgentService_RunCommand_FullMethodName    = "/mantis.v1.AgentService/RunCommand"
 	AgentService_CancelCommand_FullMethodName = "/mantis.v1.AgentService/CancelCommand"
+	AgentService_WatchOutput_FullMethodName   = "/mantis.v1.AgentService/WatchOutput"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -36,6 +37,11 @@ type AgentServiceClient interface {
 	// CancelCommand kills a running command's process group; its RunCommand then
 	// returns with cancelled set. Unknown ids answer NOT_FOUND.
 	CancelCommand(ctx context.Context, in *CancelCommandRequest, opts ...grpc.CallOption) (*CancelCommandResponse, error)
+	// WatchOutput streams the output chunks of a command as it runs, starting with those
+	// the agent still holds, and ends when the command's output ends. A command that does
+	// not start within a few seconds ends the stream empty. Best effort: a watcher that
+	// falls behind skips chunks.
+	WatchOutput(ctx context.Context, in *WatchOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[OutputChunk], error)
 }
 
 type agentServiceClient struct {
@@ -66,6 +72,25 @@ func (c *agentServiceClient) CancelCommand(ctx context.Context, in *CancelComman
 	return out, nil
 }
 
+func (c *agentServiceClient) WatchOutput(ctx context.Context, in *WatchOutputRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[OutputChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[0], AgentService_WatchOutput_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchOutputRequest, OutputChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_WatchOutputClient = grpc.ServerStreamingClient[OutputChunk]
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -79,6 +104,11 @@ type AgentServiceServer interface {
 	// CancelCommand kills a running command's process group; its RunCommand then
 	// returns with cancelled set. Unknown ids answer NOT_FOUND.
 	CancelCommand(context.Context, *CancelCommandRequest) (*CancelCommandResponse, error)
+	// WatchOutput streams the output chunks of a command as it runs, starting with those
+	// the agent still holds, and ends when the command's output ends. A command that does
+	// not start within a few seconds ends the stream empty. Best effort: a watcher that
+	// falls behind skips chunks.
+	WatchOutput(*WatchOutputRequest, grpc.ServerStreamingServer[OutputChunk]) error
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -94,6 +124,9 @@ func (UnimplementedAgentServiceServer) RunCommand(context.Context, *RunCommandRe
 }
 func (UnimplementedAgentServiceServer) CancelCommand(context.Context, *CancelCommandRequest) (*CancelCommandResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CancelCommand not implemented")
+}
+func (UnimplementedAgentServiceServer) WatchOutput(*WatchOutputRequest, grpc.ServerStreamingServer[OutputChunk]) error {
+	return status.Errorf(codes.Unimplemented, "method WatchOutput not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -152,6 +185,17 @@ func _AgentService_CancelCommand_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_WatchOutput_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchOutputRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).WatchOutput(m, &grpc.GenericServerStream[WatchOutputRequest, OutputChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_WatchOutputServer = grpc.ServerStreamingServer[OutputChunk]
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -168,6 +212,12 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _AgentService_CancelCommand_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchOutput",
+			Handler:       _AgentService_WatchOutput_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "mantis/v1/agent.proto",
 }

@@ -759,7 +759,7 @@ var File_mantis_v1_mandible_proto protoreflect.FileDescriptor
 
 const file_mantis_v1_mandible_proto_rawDesc = "" +
 	"\n" +
-	"\x18mantis/v1/mandible.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17mantis/v1/command.proto\"G\n" +
+	"\x18mantis/v1/mandible.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17mantis/v1/command.proto\x1a\x16mantis/v1/output.proto\"G\n" +
 	"\x17RegisterInstanceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\"\x83\x01\n" +
@@ -815,14 +815,15 @@ const file_mantis_v1_mandible_proto_rawDesc = "" +
 	"\vlease_epoch\x18\x02 \x01(\x03R\n" +
 	"leaseEpoch\"5\n" +
 	"\x17ReleaseCommandsResponse\x12\x1a\n" +
-	"\breleased\x18\x01 \x01(\x05R\breleased2\xbf\x04\n" +
+	"\breleased\x18\x01 \x01(\x05R\breleased2\xa2\x05\n" +
 	"\x0fMandibleService\x12[\n" +
 	"\x10RegisterInstance\x12\".mantis.v1.RegisterInstanceRequest\x1a#.mantis.v1.RegisterInstanceResponse\x12F\n" +
 	"\tHeartbeat\x12\x1b.mantis.v1.HeartbeatRequest\x1a\x1c.mantis.v1.HeartbeatResponse\x12g\n" +
 	"\x14FetchPendingCommands\x12&.mantis.v1.FetchPendingCommandsRequest\x1a'.mantis.v1.FetchPendingCommandsResponse\x12a\n" +
 	"\x12StoreCommandResult\x12$.mantis.v1.StoreCommandResultRequest\x1a%.mantis.v1.StoreCommandResultResponse\x12a\n" +
 	"\x12ScheduleRedispatch\x12$.mantis.v1.ScheduleRedispatchRequest\x1a%.mantis.v1.ScheduleRedispatchResponse\x12X\n" +
-	"\x0fReleaseCommands\x12!.mantis.v1.ReleaseCommandsRequest\x1a\".mantis.v1.ReleaseCommandsResponseB:Z8github.com/mantis-deploy/mantis/proto/mantis/v1;mantisv1b\x06proto3"
+	"\x0fReleaseCommands\x12!.mantis.v1.ReleaseCommandsRequest\x1a\".mantis.v1.ReleaseCommandsResponse\x12a\n" +
+	"\x12StoreCommandOutput\x12$.mantis.v1.StoreCommandOutputRequest\x1a%.mantis.v1.StoreCommandOutputResponseB:Z8github.com/mantis-deploy/mantis/proto/mantis/v1;mantisv1b\x06proto3"
 
 var (
 	file_mantis_v1_mandible_proto_rawDescOnce sync.Once
@@ -855,6 +856,8 @@ var file_mantis_v1_mandible_proto_goTypes = []any{
 	(*Command)(nil),                      // 14: mantis.v1.Command
 	(*CommandResult)(nil),                // 15: mantis.v1.CommandResult
 	(*timestamppb.Timestamp)(nil),        // 16: google.protobuf.Timestamp
+	(*StoreCommandOutputRequest)(nil),    // 17: mantis.v1.StoreCommandOutputRequest
+	(*StoreCommandOutputResponse)(nil),   // 18: mantis.v1.StoreCommandOutputResponse
 }
 var file_mantis_v1_mandible_proto_depIdxs = []int32{
 	13, // 0: mantis.v1.RegisterInstanceResponse.heartbeat_timeout:type_name -> google.protobuf.Duration
@@ -868,14 +871,16 @@ var file_mantis_v1_mandible_proto_depIdxs = []int32{
 	6,  // 8: mantis.v1.MandibleService.StoreCommandResult:input_type -> mantis.v1.StoreCommandResultRequest
 	8,  // 9: mantis.v1.MandibleService.ScheduleRedispatch:input_type -> mantis.v1.ScheduleRedispatchRequest
 	10, // 10: mantis.v1.MandibleService.ReleaseCommands:input_type -> mantis.v1.ReleaseCommandsRequest
-	1,  // 11: mantis.v1.MandibleService.RegisterInstance:output_type -> mantis.v1.RegisterInstanceResponse
-	3,  // 12: mantis.v1.MandibleService.Heartbeat:output_type -> mantis.v1.HeartbeatResponse
-	5,  // 13: mantis.v1.MandibleService.FetchPendingCommands:output_type -> mantis.v1.FetchPendingCommandsResponse
-	7,  // 14: mantis.v1.MandibleService.StoreCommandResult:output_type -> mantis.v1.StoreCommandResultResponse
-	9,  // 15: mantis.v1.MandibleService.ScheduleRedispatch:output_type -> mantis.v1.ScheduleRedispatchResponse
-	12, // 16: mantis.v1.MandibleService.ReleaseCommands:output_type -> mantis.v1.ReleaseCommandsResponse
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
+	17, // 11: mantis.v1.MandibleService.StoreCommandOutput:input_type -> mantis.v1.StoreCommandOutputRequest
+	1,  // 12: mantis.v1.MandibleService.RegisterInstance:output_type -> mantis.v1.RegisterInstanceResponse
+	3,  // 13: mantis.v1.MandibleService.Heartbeat:output_type -> mantis.v1.HeartbeatResponse
+	5,  // 14: mantis.v1.MandibleService.FetchPendingCommands:output_type -> mantis.v1.FetchPendingCommandsResponse
+	7,  // 15: mantis.v1.MandibleService.StoreCommandResult:output_type -> mantis.v1.StoreCommandResultResponse
+	9,  // 16: mantis.v1.MandibleService.ScheduleRedispatch:output_type -> mantis.v1.ScheduleRedispatchResponse
+	12, // 17: mantis.v1.MandibleService.ReleaseCommands:output_type -> mantis.v1.ReleaseCommandsResponse
+	18, // 18: mantis.v1.MandibleService.StoreCommandOutput:output_type -> mantis.v1.StoreCommandOutputResponse
+	12, // [12:19] is the sub-list for method output_type
+	5,  // [5:12] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -887,6 +892,7 @@ func file_mantis_v1_mandible_proto_init() {
 		return
 	}
 	file_mantis_v1_command_proto_init()
+	file_mantis_v1_output_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

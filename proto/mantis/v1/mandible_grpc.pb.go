@@ -25,6 +25,7 @@ const (
 	MandibleService_StoreCommandResult_FullMethodName   = "/mantis.v1.MandibleService/StoreCommandResult"
 	MandibleService_ScheduleRedispatch_FullMethodName   = "/mantis.v1.MandibleService/ScheduleRedispatch"
 	MandibleService_ReleaseCommands_FullMethodName      = "/mantis.v1.MandibleService/ReleaseCommands"
+	MandibleService_StoreCommandOutput_FullMethodName   = "/mantis.v1.MandibleService/StoreCommandOutput"
 )
 
 // MandibleServiceClient is the client API for MandibleService service.
@@ -55,6 +56,12 @@ type MandibleServiceClient interface {
 	// ReleaseCommands hands held commands back unrun (a draining Thorax), so another
 	// instance can claim them.
 	ReleaseCommands(ctx context.Context, in *ReleaseCommandsRequest, opts ...grpc.CallOption) (*ReleaseCommandsResponse, error)
+	// StoreCommandOutput stores chunks of a running command's output, each once (by its
+	// seq), up to Mandible's bound per command. Only the instance holding the command at
+	// lease_epoch may send them (running, or ended a minute ago at most); others are
+	// refused with FAILED_PRECONDITION. Live output is best effort: results never wait
+	// for it.
+	StoreCommandOutput(ctx context.Context, in *StoreCommandOutputRequest, opts ...grpc.CallOption) (*StoreCommandOutputResponse, error)
 }
 
 type mandibleServiceClient struct {
@@ -125,6 +132,16 @@ func (c *mandibleServiceClient) ReleaseCommands(ctx context.Context, in *Release
 	return out, nil
 }
 
+func (c *mandibleServiceClient) StoreCommandOutput(ctx context.Context, in *StoreCommandOutputRequest, opts ...grpc.CallOption) (*StoreCommandOutputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoreCommandOutputResponse)
+	err := c.cc.Invoke(ctx, MandibleService_StoreCommandOutput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MandibleServiceServer is the server API for MandibleService service.
 // All implementations must embed UnimplementedMandibleServiceServer
 // for forward compatibility.
@@ -153,6 +170,12 @@ type MandibleServiceServer interface {
 	// ReleaseCommands hands held commands back unrun (a draining Thorax), so another
 	// instance can claim them.
 	ReleaseCommands(context.Context, *ReleaseCommandsRequest) (*ReleaseCommandsResponse, error)
+	// StoreCommandOutput stores chunks of a running command's output, each once (by its
+	// seq), up to Mandible's bound per command. Only the instance holding the command at
+	// lease_epoch may send them (running, or ended a minute ago at most); others are
+	// refused with FAILED_PRECONDITION. Live output is best effort: results never wait
+	// for it.
+	StoreCommandOutput(context.Context, *StoreCommandOutputRequest) (*StoreCommandOutputResponse, error)
 	mustEmbedUnimplementedMandibleServiceServer()
 }
 
@@ -180,6 +203,9 @@ func (UnimplementedMandibleServiceServer) ScheduleRedispatch(context.Context, *S
 }
 func (UnimplementedMandibleServiceServer) ReleaseCommands(context.Context, *ReleaseCommandsRequest) (*ReleaseCommandsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReleaseCommands not implemented")
+}
+func (UnimplementedMandibleServiceServer) StoreCommandOutput(context.Context, *StoreCommandOutputRequest) (*StoreCommandOutputResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method StoreCommandOutput not implemented")
 }
 func (UnimplementedMandibleServiceServer) mustEmbedUnimplementedMandibleServiceServer() {}
 func (UnimplementedMandibleServiceServer) testEmbeddedByValue()                         {}
@@ -310,6 +336,24 @@ func _MandibleService_ReleaseCommands_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MandibleService_StoreCommandOutput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StoreCommandOutputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MandibleServiceServer).StoreCommandOutput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MandibleService_StoreCommandOutput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MandibleServiceServer).StoreCommandOutput(ctx, req.(*StoreCommandOutputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MandibleService_ServiceDesc is the grpc.ServiceDesc for MandibleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -340,6 +384,10 @@ var MandibleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseCommands",
 			Handler:    _MandibleService_ReleaseCommands_Handler,
+		},
+		{
+			MethodName: "StoreCommandOutput",
+			Handler:    _MandibleService_StoreCommandOutput_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -260,7 +260,7 @@ var File_mantis_v1_thorax_proto protoreflect.FileDescriptor
 
 const file_mantis_v1_thorax_proto_rawDesc = "" +
 	"\n" +
-	"\x16mantis/v1/thorax.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x17mantis/v1/command.proto\"\x7f\n" +
+	"\x16mantis/v1/thorax.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x17mantis/v1/command.proto\x1a\x16mantis/v1/output.proto\"\x7f\n" +
 	"\x13PollCommandsRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12!\n" +
 	"\fmax_commands\x18\x02 \x01(\x05R\vmaxCommands\x12-\n" +
@@ -276,10 +276,11 @@ const file_mantis_v1_thorax_proto_rawDesc = "" +
 	"\vlease_epoch\x18\x04 \x01(\x03R\n" +
 	"leaseEpoch\x12.\n" +
 	"\x13dispatch_request_id\x18\x05 \x01(\tR\x11dispatchRequestId\"\x16\n" +
-	"\x14ReportResultResponse2\xb1\x01\n" +
+	"\x14ReportResultResponse2\x82\x02\n" +
 	"\rThoraxService\x12O\n" +
 	"\fPollCommands\x12\x1e.mantis.v1.PollCommandsRequest\x1a\x1f.mantis.v1.PollCommandsResponse\x12O\n" +
-	"\fReportResult\x12\x1e.mantis.v1.ReportResultRequest\x1a\x1f.mantis.v1.ReportResultResponseB:Z8github.com/mantis-deploy/mantis/proto/mantis/v1;mantisv1b\x06proto3"
+	"\fReportResult\x12\x1e.mantis.v1.ReportResultRequest\x1a\x1f.mantis.v1.ReportResultResponse\x12O\n" +
+	"\fReportOutput\x12\x1e.mantis.v1.ReportOutputRequest\x1a\x1f.mantis.v1.ReportOutputResponseB:Z8github.com/mantis-deploy/mantis/proto/mantis/v1;mantisv1b\x06proto3"
 
 var (
 	file_mantis_v1_thorax_proto_rawDescOnce sync.Once
@@ -302,6 +303,8 @@ var file_mantis_v1_thorax_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),  // 4: google.protobuf.Duration
 	(*Command)(nil),              // 5: mantis.v1.Command
 	(*CommandResult)(nil),        // 6: mantis.v1.CommandResult
+	(*ReportOutputRequest)(nil),  // 7: mantis.v1.ReportOutputRequest
+	(*ReportOutputResponse)(nil), // 8: mantis.v1.ReportOutputResponse
 }
 var file_mantis_v1_thorax_proto_depIdxs = []int32{
 	4, // 0: mantis.v1.PollCommandsRequest.wait:type_name -> google.protobuf.Duration
@@ -309,10 +312,12 @@ var file_mantis_v1_thorax_proto_depIdxs = []int32{
 	6, // 2: mantis.v1.ReportResultRequest.result:type_name -> mantis.v1.CommandResult
 	0, // 3: mantis.v1.ThoraxService.PollCommands:input_type -> mantis.v1.PollCommandsRequest
 	2, // 4: mantis.v1.ThoraxService.ReportResult:input_type -> mantis.v1.ReportResultRequest
-	1, // 5: mantis.v1.ThoraxService.PollCommands:output_type -> mantis.v1.PollCommandsResponse
-	3, // 6: mantis.v1.ThoraxService.ReportResult:output_type -> mantis.v1.ReportResultResponse
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
+	7, // 5: mantis.v1.ThoraxService.ReportOutput:input_type -> mantis.v1.ReportOutputRequest
+	1, // 6: mantis.v1.ThoraxService.PollCommands:output_type -> mantis.v1.PollCommandsResponse
+	3, // 7: mantis.v1.ThoraxService.ReportResult:output_type -> mantis.v1.ReportResultResponse
+	8, // 8: mantis.v1.ThoraxService.ReportOutput:output_type -> mantis.v1.ReportOutputResponse
+	6, // [6:9] is the sub-list for method output_type
+	3, // [3:6] is the sub-list for method input_type
 	3, // [3:3] is the sub-list for extension type_name
 	3, // [3:3] is the sub-list for extension extendee
 	0, // [0:3] is the sub-list for field type_name
@@ -324,6 +329,7 @@ func file_mantis_v1_thorax_proto_init() {
 		return
 	}
 	file_mantis_v1_command_proto_init()
+	file_mantis_v1_output_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

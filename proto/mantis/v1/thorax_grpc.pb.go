@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	ThoraxService_PollCommands_FullMethodName = "/mantis.v1.ThoraxService/PollCommands"
 	ThoraxService_ReportResult_FullMethodName = "/mantis.v1.ThoraxService/ReportResult"
+	ThoraxService_ReportOutput_FullMethodName = "/mantis.v1.ThoraxService/ReportOutput"
 )
 
 // ThoraxServiceClient is the client API for ThoraxService service.
@@ -35,6 +36,10 @@ type ThoraxServiceClient interface {
 	PollCommands(ctx context.Context, in *PollCommandsRequest, opts ...grpc.CallOption) (*PollCommandsResponse, error)
 	// ReportResult hands a command's result to Thorax, which stores it in Mandible.
 	ReportResult(ctx context.Context, in *ReportResultRequest, opts ...grpc.CallOption) (*ReportResultResponse, error)
+	// ReportOutput hands chunks of a running command's output to Thorax, which forwards
+	// them to Mandible when it holds the command. Best effort: Thorax answers at once and
+	// may drop chunks under load; the result is never delayed by them.
+	ReportOutput(ctx context.Context, in *ReportOutputRequest, opts ...grpc.CallOption) (*ReportOutputResponse, error)
 }
 
 type thoraxServiceClient struct {
@@ -65,6 +70,16 @@ func (c *thoraxServiceClient) ReportResult(ctx context.Context, in *ReportResult
 	return out, nil
 }
 
+func (c *thoraxServiceClient) ReportOutput(ctx context.Context, in *ReportOutputRequest, opts ...grpc.CallOption) (*ReportOutputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportOutputResponse)
+	err := c.cc.Invoke(ctx, ThoraxService_ReportOutput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ThoraxServiceServer is the server API for ThoraxService service.
 // All implementations must embed UnimplementedThoraxServiceServer
 // for forward compatibility.
@@ -77,6 +92,10 @@ type ThoraxServiceServer interface {
 	PollCommands(context.Context, *PollCommandsRequest) (*PollCommandsResponse, error)
 	// ReportResult hands a command's result to Thorax, which stores it in Mandible.
 	ReportResult(context.Context, *ReportResultRequest) (*ReportResultResponse, error)
+	// ReportOutput hands chunks of a running command's output to Thorax, which forwards
+	// them to Mandible when it holds the command. Best effort: Thorax answers at once and
+	// may drop chunks under load; the result is never delayed by them.
+	ReportOutput(context.Context, *ReportOutputRequest) (*ReportOutputResponse, error)
 	mustEmbedUnimplementedThoraxServiceServer()
 }
 
@@ -92,6 +111,9 @@ func (UnimplementedThoraxServiceServer) PollCommands(context.Context, *PollComma
 }
 func (UnimplementedThoraxServiceServer) ReportResult(context.Context, *ReportResultRequest) (*ReportResultResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ReportResult not implemented")
+}
+func (UnimplementedThoraxServiceServer) ReportOutput(context.Context, *ReportOutputRequest) (*ReportOutputResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReportOutput not implemented")
 }
 func (UnimplementedThoraxServiceServer) mustEmbedUnimplementedThoraxServiceServer() {}
 func (UnimplementedThoraxServiceServer) testEmbeddedByValue()                       {}
@@ -150,6 +172,24 @@ func _ThoraxService_ReportResult_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ThoraxService_ReportOutput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportOutputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ThoraxServiceServer).ReportOutput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ThoraxService_ReportOutput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ThoraxServiceServer).ReportOutput(ctx, req.(*ReportOutputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ThoraxService_ServiceDesc is the grpc.ServiceDesc for ThoraxService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -164,6 +204,10 @@ var ThoraxService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReportResult",
 			Handler:    _ThoraxService_ReportResult_Handler,
+		},
+		{
+			MethodName: "ReportOutput",
+			Handler:    _ThoraxService_ReportOutput_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
