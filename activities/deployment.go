@@ -100,6 +100,9 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	if err != nil {
 		return StartDeploymentResult{}, err
 	}
+	if err := a.refuseFrozen(ctx, id, targets); err != nil {
+		return StartDeploymentResult{}, err
+	}
 	steps := make([]schema.StepRecord, len(s.Steps))
 	for i, st := range s.Steps {
 		steps[i] = schema.StepRecord{Name: st.Name, Command: st.Command, Timeout: st.TimeoutDuration(), ContinueOnError: st.ContinueOnError}

@@ -29,6 +29,16 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if dryRun, ok := boolQuery(w, r, api.QueryDryRun); !ok || dryRun {
+		if ok {
+			s.writePlan(w, r, d)
+		}
+		return
+	}
+	overridden, ok := s.freezeGate(w, r, d)
+	if !ok {
+		return
+	}
 	// Secrets are sealed before anything is stored or started: the row and the
 	// workflow's input (its history, whether or not the codec is on) hold them sealed.
 	sealed, id, created, ok := s.storeDeployment(w, r, d)
@@ -48,6 +58,12 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		}
 		if !same {
 			writeIdempotencyConflict(w, r, d.IdempotencyKey, id)
+			return
+		}
+	}
+	if created {
+		if err := s.recordOverride(r, sealed, overridden); err != nil {
+			writeServerError(w, r, s.logger, err)
 			return
 		}
 	}

@@ -156,5 +156,6 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 			apiRoute{"POST /api/v1/deployments", apitoken.ScopeDeploy, s.createDeployment},
 			apiRoute{"POST /api/v1/deployments/{id}/cancel", apitoken.ScopeDeploy, s.cancelDeployment})
 	}
+	routes = append(routes, s.fleetRoutes()...)
 	return routes
 }

@@ -1,0 +1,152 @@
+package schema
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/freeze"
+	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
+)
+
+// ErrFreezeExists is returned when a freeze of that name already exists.
+var ErrFreezeExists = errors.New("a freeze of that name already exists")
+
+// CreateFreeze stores f (checked with freeze.Problems) on behalf of actor.
+func CreateFreeze(ctx context.Context, db DB, f api.NewFreeze, actor string) (api.Freeze, error) {
+	if problems := freeze.Problems(f); len(problems) > 0 {
+		return api.Freeze{}, &InputError{Problems: problems}
+	}
+	sel := f.Selector
+	if sel == nil {
+		sel = map[string]string{}
+	}
+	selJSON, err := json.Marshal(sel)
+	if err != nil {
+		return api.Freeze{}, err
+	}
+	var weekly []byte
+	if f.Weekly != nil {
+		if weekly, err = json.Marshal(f.Weekly); err != nil {
+			return api.Freeze{}, err
+		}
+	}
+	row, err := queries.InsertFreeze(ctx, db, dbsqlc.InsertFreezeParams{
+		Name: f.Name, Selector: selJSON, Reason: f.Reason, StartsAt: f.StartsAt, EndsAt: f.EndsAt, Weekly: weekly, CreatedBy: actor,
+	})
+	if err = notFound(err); errors.Is(err, ErrNotFound) {
+		return api.Freeze{}, ErrFreezeExists
+	}
+	if err != nil {
+		return api.Freeze{}, fmt.Errorf("creating freeze %s: %w", f.Name, err)
+	}
+	return freezeView(row, time.Now())
+}
+
+// ListFreezes returns every freeze by name, each with whether it is active at now.
+func ListFreezes(ctx context.Context, db DB, now time.Time) ([]api.Freeze, error) {
+	rows, err := queries.ListFreezes(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("listing freezes: %w", err)
+	}
+	out := make([]api.Freeze, 0, len(rows))
+	for _, r := range rows {
+		f, err := freezeView(r, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// DeleteFreeze removes the freeze named name; ErrNotFound when there is none.
+func DeleteFreeze(ctx context.Context, db DB, name string) error {
+	n, err := queries.DeleteFreeze(ctx, db, name)
+	if err != nil {
+		return fmt.Errorf("deleting freeze %s: %w", name, err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// BlockingFreezes returns the freezes active at now that match some of targets.
+func BlockingFreezes(ctx context.Context, db DB, targets []string, now time.Time) ([]api.BlockingFreeze, error) {
+	rows, err := queries.FreezesMatchingTargets(ctx, db, targets)
+	if err != nil {
+		return nil, fmt.Errorf("reading the freezes of %d targets: %w", len(targets), err)
+	}
+	out := []api.BlockingFreeze{}
+	for _, r := range rows {
+		w, err := window(r.StartsAt, r.EndsAt, r.Weekly)
+		if err != nil {
+			return nil, fmt.Errorf("reading freeze %s: %w", r.Name, err)
+		}
+		if w.ActiveAt(now) {
+			out = append(out, api.BlockingFreeze{Name: r.Name, Reason: r.Reason, Targets: int(r.Matched), FirstTarget: r.FirstTarget})
+		}
+	}
+	return out, nil
+}
+
+// RecordFreezeOverride records on a deployment, with a deployment.freeze_overridden
+// event in the same transaction, that actor overrode the freezes.
+func RecordFreezeOverride(ctx context.Context, db TxBeginner, id uuid.UUID, actor string, freezes []api.BlockingFreeze) error {
+	data := events.FreezeOverriddenData{Actor: actor}
+	for _, f := range freezes {
+		data.Freezes = append(data.Freezes, f.Name)
+		data.Reasons = append(data.Reasons, f.Reason)
+	}
+	return inTx(ctx, db, func(tx pgx.Tx) error {
+		if err := queries.RecordFreezeOverride(ctx, tx, dbsqlc.RecordFreezeOverrideParams{ID: id, Actor: &actor, Freezes: data.Freezes}); err != nil {
+			return fmt.Errorf("recording the freeze override of deployment %s: %w", id, err)
+		}
+		return InsertEvent(ctx, tx, &id, events.DeploymentFreezeOverridden, data)
+	})
+}
+
+// FreezeMayRefuse reports whether a freeze may still refuse deployment id: it is
+// pending (not started, so a retried start is not refused half-way) and nobody
+// overrode the freezes when creating it.
+func FreezeMayRefuse(ctx context.Context, db DB, id uuid.UUID) (bool, error) {
+	row, err := queries.DeploymentFreezeState(ctx, db, id)
+	if err != nil {
+		return false, fmt.Errorf("reading the freeze state of deployment %s: %w", id, notFound(err))
+	}
+	return row.Status == DeploymentPending && row.FreezeOverrideBy == nil, nil
+}
+
+// freezeView turns a stored freeze into the API's view at now.
+func freezeView(r dbsqlc.Freeze, now time.Time) (api.Freeze, error) {
+	f := api.Freeze{Name: r.Name, Reason: r.Reason, StartsAt: r.StartsAt, EndsAt: r.EndsAt, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+	if err := json.Unmarshal(r.Selector, &f.Selector); err != nil {
+		return api.Freeze{}, fmt.Errorf("reading the selector of freeze %s: %w", r.Name, err)
+	}
+	w, err := window(r.StartsAt, r.EndsAt, r.Weekly)
+	if err != nil {
+		return api.Freeze{}, fmt.Errorf("reading freeze %s: %w", r.Name, err)
+	}
+	f.Weekly, f.Active = w.Weekly, w.ActiveAt(now)
+	return f, nil
+}
+
+// window is the freeze.Window of a stored freeze.
+func window(start, end *time.Time, weekly []byte) (freeze.Window, error) {
+	w := freeze.Window{StartsAt: start, EndsAt: end}
+	if len(weekly) > 0 {
+		w.Weekly = &api.WeeklyWindow{}
+		if err := json.Unmarshal(weekly, w.Weekly); err != nil {
+			return freeze.Window{}, fmt.Errorf("decoding its weekly window: %w", err)
+		}
+	}
+	return w, nil
+}
