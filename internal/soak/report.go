@@ -32,6 +32,8 @@ type Report struct {
 	Processes   []ProcessReport
 	Latency     []LatencyMinute
 	Deployments []DeploymentMinute
+	// CPU is what each group of processes used while the load ran.
+	CPU []CPUUse
 	// Problems are failures of the run other than a figure that was not flat
 	// (requests that did not succeed, load the API refused).
 	Problems []string
@@ -59,6 +61,7 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "Dispatch requests: %d accepted, %d refused, %d not sent (transport errors).\n\n",
 		r.Load.Accepted, r.Load.Refused, r.Load.Failed)
 	b.WriteString(r.latencyTable())
+	b.WriteString(r.cpuTable())
 	for _, p := range r.Processes {
 		fmt.Fprintf(&b, "\n**%s**", p.Name)
 		if p.Failures > 0 {
@@ -104,6 +107,24 @@ func (r Report) latencyTable() string {
 		}
 		fmt.Fprintf(&b, "| %d | %d | %d | %s | %s | %d | %d | %d | %d | %d |\n", l.Index, l.Enqueued, l.Succeeded,
 			p50, p99, l.Completed, d.Created, d.Succeeded, d.Failed, d.Unended)
+	}
+	return b.String()
+}
+
+// cpuTable shows where the CPU went while the load ran: per group, the cores it kept
+// busy and its CPU time per dispatch request that succeeded.
+func (r Report) cpuTable() string {
+	if len(r.CPU) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nCPU while the load ran:\n\n| processes | CPU | cores busy | CPU per succeeded request |\n|---|---|---|---|\n")
+	for _, u := range r.CPU {
+		per := "–"
+		if u.PerRequest > 0 {
+			per = u.PerRequest.Round(10 * time.Microsecond).String()
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %s |\n", u.Group, u.CPU.Round(10*time.Millisecond), u.Cores, per)
 	}
 	return b.String()
 }

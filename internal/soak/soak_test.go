@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/faultenv"
 	"github.com/mantis-deploy/mantis/internal/soak"
 	"github.com/mantis-deploy/mantis/internal/testenv"
@@ -76,8 +77,10 @@ func TestSoak(t *testing.T) {
 		Replicas: 2, Thoraxes: 2, PollAgents: 6, ListenAgents: 4, Metrics: true,
 	})
 	machine := machine()
+	cpuGroups := cpuGroups(c, servers)
 
 	start := time.Now()
+	cpuBefore := soak.ReadCPU(cpuGroups)
 	ctx, stop := context.WithTimeout(context.Background(), duration)
 	defer stop()
 	sampler := soak.NewSampler(followed(c), c.Pool, start)
@@ -88,6 +91,7 @@ func TestSoak(t *testing.T) {
 	go func() { defer close(loaded); load.Run(ctx) }()
 	deployments := c.StartWorkload(faultenv.WorkloadOptions{Interval: deployEvery, CommandSleep: deploySleep})
 	<-ctx.Done()
+	cpuAfter, wall := soak.ReadCPU(cpuGroups), time.Since(start)
 	deployments.Stop()
 	<-loaded
 	<-sampled
@@ -111,6 +115,7 @@ func TestSoak(t *testing.T) {
 	require.NoError(t, err)
 	report.Deployments, err = soak.Deployments(c.Ctx, c.Pool, start, minutes)
 	require.NoError(t, err)
+	report.CPU = soak.CPUUses(cpuGroups, cpuBefore, cpuAfter, wall, completedDuring(report.Latency))
 	report.Problems = problems(report, drained)
 	out := report.Markdown()
 	t.Logf("\n%s", out)
@@ -137,6 +142,39 @@ func followed(c *faultenv.Cluster) []soak.Process {
 		out = append(out, soak.Process{Name: "agent " + a.Name, Pid: a.Pid, MetricsURL: "http://" + a.MetricsAddr + "/metrics"})
 	}
 	return out
+}
+
+// cpuGroups are the processes whose CPU the report adds up: the cluster's processes by
+// kind, and each server with the processes it forks.
+func cpuGroups(c *faultenv.Cluster, s *faultenv.Servers) []soak.CPUGroup {
+	var mandibles, thoraxes, agents []func() int
+	for _, m := range c.Mandibles {
+		mandibles = append(mandibles, m.Pid)
+	}
+	for _, th := range c.Thoraxes {
+		thoraxes = append(thoraxes, th.Pid)
+	}
+	for _, a := range c.Agents {
+		agents = append(agents, a.Pid)
+	}
+	server := func(srv devstack.Server) []func() int { return []func() int{func() int { return s.Pid(srv) }} }
+	return []soak.CPUGroup{
+		{Name: "Mandible replicas", Pids: mandibles},
+		{Name: "Thorax instances", Pids: thoraxes},
+		{Name: "agents", Pids: agents},
+		{Name: "PostgreSQL", Pids: server(devstack.ServerPostgres)},
+		{Name: "RabbitMQ", Pids: server(devstack.ServerRabbitMQ)},
+		{Name: "Temporal", Pids: server(devstack.ServerTemporal)},
+	}
+}
+
+// completedDuring counts the dispatch requests that succeeded while the load ran.
+func completedDuring(minutes []soak.LatencyMinute) int {
+	n := 0
+	for _, l := range minutes {
+		n += l.Completed
+	}
+	return n
 }
 
 func apiURLs(c *faultenv.Cluster) []string {
