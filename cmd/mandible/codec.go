@@ -12,7 +12,7 @@ import (
 
 // withCodecEndpoint serves the payload codec's endpoint and its sign-in page next to
 // api, when payloads are encrypted; api alone otherwise.
-func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, keys *apitoken.Keyring, logger *slog.Logger) http.Handler {
+func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, keys *apitoken.Keyring, sessions *httpapi.Sessions, logger *slog.Logger) http.Handler {
 	if c == nil {
 		return api
 	}
@@ -25,6 +25,7 @@ func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, ke
 		UIURL:      cfg.Temporal.UIURL,
 		SessionKey: c.DeriveKey("codec endpoint sessions"),
 		Logger:     logger,
+		Console:    sessions,
 	})
 	mux := http.NewServeMux()
 	mux.Handle(httpapi.CodecPrefix+"/", endpoint)

@@ -197,6 +197,7 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Gua
 // newHTTP builds the HTTP server of the API, SSE and the codec endpoint.
 func (r *replica) newHTTP(tokens *tokenSource, events *sse.Broker) *http.Server {
 	cfg := r.cfg
+	sessions := consoleSessions(r.codec, tokens.keys, r.logger)
 	api := httpapi.New(httpapi.Options{
 		Logger:           r.logger,
 		Registry:         r.registry,
@@ -212,10 +213,12 @@ func (r *replica) newHTTP(tokens *tokenSource, events *sse.Broker) *http.Server 
 		TemporalUIURL:    cfg.Temporal.UIURL,
 		DeploymentQueue:  cfg.Temporal.DeploymentTaskQueue,
 		Secrets:          r.secrets,
+		Sessions:         sessions,
 	})
+	ui := withConsole(withCodecEndpoint(api, cfg, r.codec, tokens.keys, sessions, r.logger), sessions, tokens.keys, r.logger)
 	return &http.Server{
 		Addr:              cfg.HTTP.Listen,
-		Handler:           telemetry.HTTPHandler(withCodecEndpoint(api, cfg, r.codec, tokens.keys, r.logger)),
+		Handler:           telemetry.HTTPHandler(ui),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 }

@@ -46,6 +46,8 @@ type gate struct {
 	keys     *apitoken.Keyring
 	logger   *slog.Logger
 	refusals *prometheus.CounterVec
+	// sessions, when set, admits the console's session cookie too (sessionCall).
+	sessions *Sessions
 }
 
 func newGate(keys *apitoken.Keyring, logger *slog.Logger, reg prometheus.Registerer) *gate {
@@ -73,6 +75,8 @@ func (g *gate) authenticate(h http.Handler) http.Handler {
 				h.ServeHTTP(w, r.WithContext(WithToken(r.Context(), t)))
 				return
 			}
+		} else if g.sessionCall(w, r, h) {
+			return
 		}
 		g.refusals.WithLabelValues(refusedUnauthenticated).Inc()
 		g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedUnauthenticated,

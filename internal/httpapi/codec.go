@@ -41,6 +41,8 @@ type CodecOptions struct {
 	Logger *slog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Console, when set, admits the console's session cookie too.
+	Console *Sessions
 }
 
 // NewCodecEndpoint serves POST /codec/encode and /codec/decode to a caller holding an API
@@ -77,6 +79,9 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			return
 		}
 		name, ok := codecCaller(r, opts.Authenticate, sessions)
+		if t, _, found := opts.Console.tokenOf(r); !ok && found {
+			name, ok = t.Name, true
+		}
 		if !ok {
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "unauthenticated")
 			api.WriteError(w, r, http.StatusUnauthorized, api.CodeUnauthenticated, "a bearer token or a session from "+SignInPath+" is required")

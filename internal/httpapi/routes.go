@@ -54,6 +54,9 @@ type Options struct {
 	// Secrets seals the env_secret values of deployment specs (the codec keyring);
 	// nil refuses specs that have any.
 	Secrets secretenv.Keyring
+	// Sessions, when set, makes /api/v1 and /sse accept the console's session cookie
+	// as well as a bearer token (state-changing calls then need its CSRF token).
+	Sessions *Sessions
 }
 
 type server struct {
@@ -102,6 +105,7 @@ func New(opts Options) http.Handler {
 		reg = opts.Registry
 	}
 	g := newGate(keys, s.logger, reg)
+	g.sessions = opts.Sessions
 	apiMux := http.NewServeMux()
 	s.routeAPI(apiMux, g, opts.DLQ)
 	routeContract(apiMux)
@@ -143,6 +147,7 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 		{"POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests},
 		{"GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests},
 		{"GET /api/v1/targets", apitoken.ScopeRead, s.listTargets},
+		{"GET /api/v1/thorax-instances", apitoken.ScopeRead, s.listThoraxInstances},
 		{"POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget},
 		{"DELETE /api/v1/targets/{name}", apitoken.ScopeAdmin, s.deregisterTarget},
 		{"GET /api/v1/dlq", apitoken.ScopeAdmin, s.listDLQ(dlq)},
