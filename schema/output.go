@@ -43,7 +43,9 @@ type StoreOutputRequest struct {
 	InstanceID uuid.UUID
 	CommandID  uuid.UUID
 	LeaseEpoch int64
-	Chunks     []OutputChunk
+	// Target, when set, must be the command's target (the agent that sent the chunks).
+	Target string
+	Chunks []OutputChunk
 	// MaxBytes bounds the output stored for the command; past it one truncation marker
 	// is stored and nothing more. Zero means DefaultMaxOutputBytesPerCommand.
 	MaxBytes int64
@@ -72,6 +74,7 @@ func StoreCommandOutput(ctx context.Context, db TxBeginner, req StoreOutputReque
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		holder, err := queries.OutputHolder(ctx, tx, dbsqlc.OutputHolderParams{
 			CommandID: req.CommandID, InstanceID: req.InstanceID, LeaseEpoch: req.LeaseEpoch, Grace: OutputTrailGrace,
+			Target: nullString(req.Target),
 		})
 		if err != nil {
 			return outputRefusal(ctx, tx, req, err)
@@ -110,8 +113,8 @@ func outputRefusal(ctx context.Context, tx pgx.Tx, req StoreOutputRequest, err e
 	if !exists {
 		return ErrNotFound
 	}
-	return fmt.Errorf("%w: instance %s does not hold it at epoch %d (or it ended over %s ago)",
-		ErrNotHeld, req.InstanceID, req.LeaseEpoch, OutputTrailGrace)
+	return fmt.Errorf("%w: instance %s does not hold it at epoch %d for target %q (or it ended over %s ago)",
+		ErrNotHeld, req.InstanceID, req.LeaseEpoch, req.Target, OutputTrailGrace)
 }
 
 // outputWriter stores one batch's chunks within the command's bound.

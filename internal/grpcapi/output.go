@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mantis-deploy/mantis/internal/liveoutput"
+	"github.com/mantis-deploy/mantis/internal/safetext"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -26,6 +27,11 @@ func (s *MandibleService) StoreCommandOutput(ctx context.Context, req *mantisv1.
 	if err != nil {
 		return nil, err
 	}
+	if t := req.GetTarget(); t != "" {
+		if err := (schema.NewTarget{Name: t, Mode: schema.ModePoll}).Validate(); err != nil {
+			return nil, invalid("target", "%q is not a valid target name", safetext.Bound(t, maxNameLen))
+		}
+	}
 	if req.GetLeaseEpoch() < 1 {
 		return nil, invalid("lease_epoch", "must be positive, got %d", req.GetLeaseEpoch())
 	}
@@ -34,7 +40,8 @@ func (s *MandibleService) StoreCommandOutput(ctx context.Context, req *mantisv1.
 		return nil, err
 	}
 	stored, err := schema.StoreCommandOutput(ctx, s.DB, schema.StoreOutputRequest{
-		InstanceID: id, CommandID: cmd, LeaseEpoch: req.GetLeaseEpoch(), Chunks: chunks, MaxBytes: s.MaxOutputBytesPerCommand,
+		InstanceID: id, CommandID: cmd, LeaseEpoch: req.GetLeaseEpoch(), Target: req.GetTarget(), Chunks: chunks,
+		MaxBytes: s.MaxOutputBytesPerCommand,
 	})
 	if err != nil {
 		if errors.Is(err, schema.ErrNotHeld) {

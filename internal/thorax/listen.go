@@ -82,6 +82,10 @@ func (t *Thorax) runListen(work context.Context, h *holding) {
 	callCtx, cancel := context.WithTimeout(traced, t.resultWait(h.cmd))
 	defer cancel()
 	t.logger.DebugContext(work, "calling listen agent", attrs...)
+	// The output watch ends when the agent ends it, after the command; its own bound
+	// lets the last chunks through after the call has returned.
+	watchCtx, stopWatch := context.WithTimeout(work, t.resultWait(h.cmd))
+	t.background.Go(func() { defer stopWatch(); t.watchListenOutput(watchCtx, client, h) })
 	resp, err := client.RunCommand(callCtx, &mantisv1.RunCommandRequest{Command: cmd})
 	if err != nil {
 		if work.Err() != nil {

@@ -100,6 +100,7 @@ func (t *Thorax) serveRegistered(ctx, work context.Context, stopWork context.Can
 	for range t.cfg.Agents.MaxConcurrentCalls {
 		workers.Go(func() { t.listenWorker(work) })
 	}
+	workers.Go(func() { t.runOutput(work) })
 
 	var failed error
 	select {

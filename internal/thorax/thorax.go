@@ -98,6 +98,8 @@ type Thorax struct {
 
 	book   *book
 	agents *agentConns
+	// output queues live output on its way to Mandible (runOutput sends it).
+	output *outputForwarder
 
 	mu            sync.Mutex
 	mandible      mantisv1.MandibleServiceClient
@@ -134,6 +136,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		cfg:             cfg,
 		logger:          logger,
 		book:            newBook(cfg.Polling.MaxHeldCommands),
+		output:          newOutputForwarder(),
 		ready:           make(chan struct{}),
 		wake:            make(chan struct{}, 1),
 		intervalChanged: make(chan struct{}, 1),

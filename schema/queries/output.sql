@@ -11,6 +11,7 @@ WHERE c.id = @command_id
   AND c.holder_instance_id = @instance_id::uuid
   AND c.lease_epoch = @lease_epoch
   AND c.status <> 'queued'
+  AND (sqlc.narg(target)::text IS NULL OR t.name = sqlc.narg(target)::text)
   AND (c.finished_at IS NULL OR c.finished_at > now() - @grace::interval);
 
 -- name: OutputCommandExists :one

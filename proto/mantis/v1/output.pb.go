@@ -87,7 +87,10 @@ type StoreCommandOutputRequest struct {
 	// lease_epoch is the epoch the caller holds the command at.
 	LeaseEpoch int64 `protobuf:"varint,3,opt,name=lease_epoch,json=leaseEpoch,proto3" json:"lease_epoch,omitempty"`
 	// chunks are at most 64 of them, each at most 16 KiB.
-	Chunks        []*OutputChunk `protobuf:"bytes,4,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	Chunks []*OutputChunk `protobuf:"bytes,4,rep,name=chunks,proto3" json:"chunks,omitempty"`
+	// target, when set, is the target whose agent sent the chunks: Mandible refuses
+	// them unless the command is that target's.
+	Target        string `protobuf:"bytes,5,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -148,6 +151,13 @@ func (x *StoreCommandOutputRequest) GetChunks() []*OutputChunk {
 		return x.Chunks
 	}
 	return nil
+}
+
+func (x *StoreCommandOutputRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
 }
 
 type StoreCommandOutputResponse struct {
@@ -362,7 +372,7 @@ const file_mantis_v1_output_proto_rawDesc = "" +
 	"\x16mantis/v1/output.proto\x12\tmantis.v1\"3\n" +
 	"\vOutputChunk\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x12\n" +
-	"\x04data\x18\x02 \x01(\fR\x04data\"\xac\x01\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xc4\x01\n" +
 	"\x19StoreCommandOutputRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
 	"instanceId\x12\x1d\n" +
@@ -370,7 +380,8 @@ const file_mantis_v1_output_proto_rawDesc = "" +
 	"command_id\x18\x02 \x01(\tR\tcommandId\x12\x1f\n" +
 	"\vlease_epoch\x18\x03 \x01(\x03R\n" +
 	"leaseEpoch\x12.\n" +
-	"\x06chunks\x18\x04 \x03(\v2\x16.mantis.v1.OutputChunkR\x06chunks\"R\n" +
+	"\x06chunks\x18\x04 \x03(\v2\x16.mantis.v1.OutputChunkR\x06chunks\x12\x16\n" +
+	"\x06target\x18\x05 \x01(\tR\x06target\"R\n" +
 	"\x1aStoreCommandOutputResponse\x12\x16\n" +
 	"\x06stored\x18\x01 \x01(\x05R\x06stored\x12\x1c\n" +
 	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x9d\x01\n" +

@@ -125,13 +125,15 @@ WHERE c.id = $1
   AND c.holder_instance_id = $2::uuid
   AND c.lease_epoch = $3
   AND c.status <> 'queued'
-  AND (c.finished_at IS NULL OR c.finished_at > now() - $4::interval)
+  AND ($4::text IS NULL OR t.name = $4::text)
+  AND (c.finished_at IS NULL OR c.finished_at > now() - $5::interval)
 `
 
 type OutputHolderParams struct {
 	CommandID  uuid.UUID
 	InstanceID uuid.UUID
 	LeaseEpoch int64
+	Target     *string
 	Grace      time.Duration
 }
 
@@ -152,6 +154,7 @@ func (q *Queries) OutputHolder(ctx context.Context, db DBTX, arg OutputHolderPar
 		arg.CommandID,
 		arg.InstanceID,
 		arg.LeaseEpoch,
+		arg.Target,
 		arg.Grace,
 	)
 	var i OutputHolderRow
