@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/testenv"
@@ -39,48 +39,17 @@ const apiToken = "0123456789abcdef-serve-token"
 
 // execute executes the root command in process with args and returns what it printed.
 func execute(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	cmd := newRootCommand()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), err
+	return clitest.Execute(t, newRootCommand(), args...)
 }
 
-// isolateEnv removes the MANTIS_ variables and DATABASE_URL for the test, so that
-// neither the developer's shell nor `mantisctl dev exec` decides what the configuration
-// holds. Tests that call it cannot run in parallel.
-func isolateEnv(t *testing.T) {
-	t.Helper()
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "MANTIS_") || k == "DATABASE_URL" {
-			t.Setenv(k, v) // restores the value when the test ends
-			require.NoError(t, os.Unsetenv(k))
-		}
-	}
-}
+// isolateEnv removes the MANTIS_ variables and DATABASE_URL for the test.
+func isolateEnv(t *testing.T) { clitest.IsolateEnv(t, "DATABASE_URL") }
 
 func writeConfig(t *testing.T, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "mandible.toml")
-	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-	return path
+	return clitest.WriteConfig(t, "mandible.toml", content)
 }
 
-// problemLines returns the lines of a configuration error after its heading, sorted.
-func problemLines(t *testing.T, err error) []string {
-	t.Helper()
-	require.Error(t, err)
-	heading, body, ok := strings.Cut(err.Error(), "\n")
-	require.True(t, ok, "one problem per line after a heading: %q", err)
-	require.Equal(t, "invalid configuration:", heading)
-	lines := strings.Split(body, "\n")
-	slices.Sort(lines)
-	return lines
-}
+func problemLines(t *testing.T, err error) []string { return clitest.ProblemLines(t, err) }
 
 func TestHelpListsSubcommandsAndFlags(t *testing.T) {
 	t.Parallel()
