@@ -29,12 +29,19 @@ type ClaimResult struct {
 }
 
 // ClaimPending claims up to limit pending requests for replica: priority first, then
-// age, skipping rows waiting for their next attempt and rows past expiry. The claim is
-// the seed's conditional UPDATE from pending to processing (only an update that still
-// sees pending wins) with a new claim epoch; SKIP LOCKED on the load keeps replicas
-// from loading the same rows, so losses stay rare.
-func ClaimPending(ctx context.Context, db DB, replica string, limit int) (ClaimResult, error) {
-	return claimKeyed(ctx, db, replica, "", limit)
+// age, skipping rows waiting for their next attempt, rows past expiry and rows a
+// concurrency limit holds back (schema/claim_limits.go). The claim is the seed's
+// conditional UPDATE from pending to processing (only an update that still sees
+// pending wins) with a new claim epoch; SKIP LOCKED on the load keeps replicas from
+// loading the same rows, so losses stay rare.
+func ClaimPending(ctx context.Context, db TxBeginner, replica string, limit int) (ClaimResult, error) {
+	var res ClaimResult
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		res, err = claimWithinLimits(ctx, tx, replica, "", limit)
+		return err
+	})
+	return res, err
 }
 
 // ClaimPendingFor is ClaimPending under a claim key: the identity of one claim (the
@@ -61,7 +68,7 @@ func ClaimPendingFor(ctx context.Context, db TxBeginner, replica, key string, li
 			res = ClaimResult{Claimed: held}
 			return nil
 		}
-		res, err = claimKeyed(ctx, tx, replica, key, limit)
+		res, err = claimWithinLimits(ctx, tx, replica, key, limit)
 		return err
 	})
 	return res, err
@@ -78,23 +85,4 @@ func heldUnder(ctx context.Context, db DB, replica, key string) ([]ClaimedReques
 		out[i] = ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority, Attempts: int(r.Attempts), CreatedAt: r.CreatedAt}
 	}
 	return out, nil
-}
-
-// claimKeyed is the seed's conditional UPDATE from pending to processing, recording key
-// (none when it is empty).
-func claimKeyed(ctx context.Context, db DB, replica, key string, limit int) (ClaimResult, error) {
-	rows, err := queries.ClaimPending(ctx, db, dbsqlc.ClaimPendingParams{MaxRows: int32(limit), Replica: replica, ClaimKey: key})
-	if err != nil {
-		return ClaimResult{}, fmt.Errorf("claiming dispatch requests: %w", err)
-	}
-	var res ClaimResult
-	for _, r := range rows {
-		if r.ClaimEpoch == nil {
-			res.Lost++
-			continue
-		}
-		res.Claimed = append(res.Claimed, ClaimedRequest{ID: r.ID, Epoch: *r.ClaimEpoch, Target: *r.Target, Priority: *r.Priority,
-			Attempts: int(*r.Attempts), CreatedAt: *r.CreatedAt})
-	}
-	return res, nil
 }

@@ -13,6 +13,7 @@ import (
 func TestClaimTakesHighBeforeNormalBeforeLowThenAge(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t, "web-1")
+	b.allowParallel(t) // many requests on one target at once
 	low := b.enqueue(t, req("low", "web-1", "low"))
 	normal1 := b.enqueue(t, req("normal-1", "web-1", "normal"))
 	normal2 := b.enqueue(t, req("normal-2", "web-1", "normal"))
@@ -40,6 +41,7 @@ func TestClaimTakesHighBeforeNormalBeforeLowThenAge(t *testing.T) {
 func TestClaimRaceHasOneWinnerPerRow(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t, "web-1")
+	b.allowParallel(t) // many requests on one target at once
 	var reqs []schema.NewDispatchRequest
 	for i := range 300 {
 		reqs = append(reqs, req(fmt.Sprintf("k%d", i), "web-1", "normal"))
@@ -87,6 +89,7 @@ func TestClaimRaceHasOneWinnerPerRow(t *testing.T) {
 func TestRetriedClaimReturnsTheRowsItsFirstAttemptClaimed(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t, "web-1")
+	b.allowParallel(t) // many requests on one target at once
 	for i := range 5 {
 		b.enqueue(t, req(fmt.Sprintf("k%d", i), "web-1", "normal"))
 	}

@@ -24,6 +24,8 @@ type DispatchRequestFilter struct {
 	Limit int
 	// Before pages backwards: requests created before this one.
 	Before *uuid.UUID
+	// ID selects one request.
+	ID *uuid.UUID
 }
 
 // ListDispatchRequests returns requests newest first, each with the reason for its
@@ -36,7 +38,7 @@ func ListDispatchRequests(ctx context.Context, db DB, f DispatchRequestFilter, h
 	limit = min(limit, 1000)
 	rows, err := queries.ListDispatchRequests(ctx, db, dbsqlc.ListDispatchRequestsParams{
 		HeartbeatTimeout: heartbeatTimeout, Statuses: f.Statuses, Target: f.Target,
-		DeploymentID: f.DeploymentID, Before: f.Before, MaxRows: int32(limit),
+		DeploymentID: f.DeploymentID, Before: f.Before, MaxRows: int32(limit), ID: f.ID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing dispatch requests: %w", err)
@@ -49,12 +51,25 @@ func ListDispatchRequests(ctx context.Context, db DB, f DispatchRequestFilter, h
 			Attempts: int(r.Attempts), MaxAttempts: MaxDispatchDeliveries, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 			NextAttemptAt: r.NextAttemptAt, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt, ClaimEpoch: r.ClaimEpoch,
 			DispatchedAt: r.DispatchedAt, FinishedAt: r.FinishedAt, LastError: r.LastError, CommandID: r.CommandID,
-			CommandStatus: r.CommandStatus,
+			CommandStatus: r.CommandStatus, HeldBy: r.HeldBy,
 		}
 		v.Reason = dispatchReason(v, r.Deregistered, r.Live, r.Now)
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// DispatchRequestByID returns one request with the reason for its state, or
+// ErrNotFound.
+func DispatchRequestByID(ctx context.Context, db DB, id uuid.UUID, heartbeatTimeout time.Duration) (DispatchRequestView, error) {
+	views, err := ListDispatchRequests(ctx, db, DispatchRequestFilter{ID: &id, Limit: 1}, heartbeatTimeout)
+	if err != nil {
+		return DispatchRequestView{}, err
+	}
+	if len(views) == 0 {
+		return DispatchRequestView{}, fmt.Errorf("reading dispatch request %s: %w", id, ErrNotFound)
+	}
+	return views[0], nil
 }
 
 // dispatchReason explains a request's state.
@@ -73,6 +88,9 @@ func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Tim
 			return fmt.Sprintf("waiting for backoff until %s (attempt %d of %d failed: %s)", ts(v.NextAttemptAt), v.Attempts, MaxDispatchDeliveries, lastErr)
 		case deregistered:
 			return fmt.Sprintf("target %s is deregistered; delivery will fail", v.Target)
+		case v.HeldBy != "":
+			return fmt.Sprintf("held by concurrency limit %s, which is reached; claimed as soon as it allows (queued since %s, expires at %s)",
+				v.HeldBy, ts(v.CreatedAt), ts(v.ExpiresAt))
 		case !live:
 			return fmt.Sprintf("no live Thorax for target %s; waiting for a replica to claim it (queued since %s)", v.Target, ts(v.CreatedAt))
 		default:

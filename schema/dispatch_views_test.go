@@ -12,6 +12,7 @@ import (
 func TestListExplainsWhyRequestsArePending(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t, "web-1")
+	b.allowParallel(t) // many requests on one target at once
 	b.addTarget(t, "lonely", nil)
 	b.enqueue(t, req("served", "web-1", "normal"), req("unserved", "lonely", "normal"), req("claimed", "web-1", "high"))
 	_, err := schema.ClaimPending(b.ctx, b.pool, replica, 1) // takes the high one

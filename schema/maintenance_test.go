@@ -13,6 +13,7 @@ import (
 func TestRequestsPastTheirTTLExpire(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t, "web-1")
+	b.allowParallel(t) // many requests on one target at once
 	pending := b.enqueue(t, req("pending", "web-1", "normal"))[0].ID
 	processing := b.enqueue(t, req("processing", "web-1", "normal"))[0].ID
 	fresh := b.enqueue(t, req("fresh", "web-1", "normal"))[0].ID

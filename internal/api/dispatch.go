@@ -68,6 +68,9 @@ type DispatchRequest struct {
 	LastError      *string    `json:"last_error,omitempty"`
 	CommandID      *uuid.UUID `json:"command_id,omitempty"`
 	CommandStatus  *string    `json:"command_status,omitempty"`
+	// HeldBy names the concurrency limit (api.Limit) holding a pending request back,
+	// when one is reached.
+	HeldBy string `json:"held_by,omitempty"`
 	// Reason says in plain words why the request is in its state.
 	Reason string `json:"reason"`
 }

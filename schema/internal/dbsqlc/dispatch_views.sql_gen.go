@@ -21,21 +21,35 @@ SELECT p.id, p.idempotency_key, t.name AS target, p.deployment_id, p.step_positi
        EXISTS (SELECT 1 FROM thorax_instances i
                WHERE i.id = t.assigned_instance_id AND i.status = 'live'
                  AND i.last_heartbeat_at > now() - $1::interval)::bool AS live,
+       coalesce(CASE WHEN p.status = 'pending' THEN (
+           SELECT h.name FROM (
+               SELECT tl.name, 0 AS rank FROM (
+                   SELECT l.name, l.max_running FROM concurrency_limits l
+                   WHERE l.scope = 'target' AND (l.value = t.name OR l.value IS NULL)
+                   ORDER BY l.value IS NULL LIMIT 1) tl
+               WHERE target_running(p.target_id, tl.max_running) >= tl.max_running
+               UNION ALL
+               SELECT l.name, 1 FROM concurrency_limits l
+               WHERE l.scope = 'label' AND t.labels ->> l.label = l.value
+                 AND label_running(l.label, l.value, l.max_running) >= l.max_running
+           ) h ORDER BY h.rank, h.name LIMIT 1) END, '')::text AS held_by,
        now()::timestamptz AS now
 FROM pending_dispatch_requests p
 JOIN targets t ON t.id = p.target_id
 LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-WHERE (coalesce(cardinality($2::text[]), 0) = 0 OR p.status = ANY($2::text[]))
-  AND ($3::text = '' OR t.name = $3::text)
-  AND ($4::uuid IS NULL OR p.deployment_id = $4::uuid)
-  AND ($5::uuid IS NULL
-       OR (p.created_at, p.id) < (SELECT b.created_at, b.id FROM pending_dispatch_requests b WHERE b.id = $5::uuid))
+WHERE ($2::uuid IS NULL OR p.id = $2::uuid)
+  AND (coalesce(cardinality($3::text[]), 0) = 0 OR p.status = ANY($3::text[]))
+  AND ($4::text = '' OR t.name = $4::text)
+  AND ($5::uuid IS NULL OR p.deployment_id = $5::uuid)
+  AND ($6::uuid IS NULL
+       OR (p.created_at, p.id) < (SELECT b.created_at, b.id FROM pending_dispatch_requests b WHERE b.id = $6::uuid))
 ORDER BY p.created_at DESC, p.id DESC
-LIMIT $6::int
+LIMIT $7::int
 `
 
 type ListDispatchRequestsParams struct {
 	HeartbeatTimeout time.Duration
+	ID               *uuid.UUID
 	Statuses         []string
 	Target           string
 	DeploymentID     *uuid.UUID
@@ -66,16 +80,20 @@ type ListDispatchRequestsRow struct {
 	CommandStatus  *string
 	Deregistered   bool
 	Live           bool
+	HeldBy         string
 	Now            time.Time
 }
 
 // Dispatch requests as operators inspect them (schema/dispatch_views.go).
 // ListDispatchRequests returns requests newest first with what explains their state:
 // their latest command, whether their target is deregistered or served by a live
-// Thorax, and the database clock. Empty filters do not filter.
+// Thorax, the concurrency limit holding it back when it is pending (its target's
+// own limit before a label limit, then by name), and the database clock. Empty
+// filters do not filter.
 func (q *Queries) ListDispatchRequests(ctx context.Context, db DBTX, arg ListDispatchRequestsParams) ([]ListDispatchRequestsRow, error) {
 	rows, err := db.Query(ctx, listDispatchRequests,
 		arg.HeartbeatTimeout,
+		arg.ID,
 		arg.Statuses,
 		arg.Target,
 		arg.DeploymentID,
@@ -112,6 +130,7 @@ func (q *Queries) ListDispatchRequests(ctx context.Context, db DBTX, arg ListDis
 			&i.CommandStatus,
 			&i.Deregistered,
 			&i.Live,
+			&i.HeldBy,
 			&i.Now,
 		); err != nil {
 			return nil, err

@@ -81,6 +81,17 @@ type CommandQueue struct {
 	TraceParent      *string
 }
 
+type ConcurrencyLimit struct {
+	Name       string
+	Scope      string
+	Label      *string
+	Value      *string
+	MaxRunning int32
+	CreatedBy  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
 type Deployment struct {
 	ID               uuid.UUID
 	Name             string
@@ -96,6 +107,18 @@ type Deployment struct {
 	CreatedBy        *string
 	FreezeOverrideBy *string
 	FreezeOverrides  []string
+	Waiting          []byte
+}
+
+type DeploymentDecision struct {
+	ID           int64
+	DeploymentID uuid.UUID
+	Decision     string
+	DecidedBy    string
+	StepPosition *int32
+	Comment      string
+	DecidedAt    time.Time
+	UpdateID     string
 }
 
 type DeploymentEvent struct {
@@ -116,6 +139,7 @@ type DeploymentStep struct {
 	Status          string
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
+	RetryRound      int32
 }
 
 type DeploymentTarget struct {
@@ -185,6 +209,7 @@ type PendingDispatchRequest struct {
 	LastError     *string
 	ClaimKey      *string
 	TraceParent   *string
+	Superseded    bool
 }
 
 type Target struct {

@@ -1,0 +1,36 @@
+package api
+
+import "time"
+
+// The scopes of a concurrency limit.
+const (
+	// LimitScopeTarget caps the commands running at once on one target: the target
+	// named by Value, or, with no Value, every target (the default).
+	LimitScopeTarget = "target"
+	// LimitScopeLabel caps the commands running at once on all the targets whose
+	// label Label has the value Value.
+	LimitScopeLabel = "label"
+)
+
+// DefaultTargetLimit is the name of the per-target default limit (scope target, no
+// value), which caps every target at one running command unless changed. It may be
+// changed but not deleted.
+const DefaultTargetLimit = "target-default"
+
+// Limit is a concurrency limit, the body of POST /api/v1/limits and an entry of
+// GET /api/v1/limits. Its name is what a held dispatch request's held_by shows.
+type Limit struct {
+	Name       string    `json:"name"`
+	Scope      string    `json:"scope"`
+	Label      string    `json:"label,omitempty"`
+	Value      string    `json:"value,omitempty"`
+	MaxRunning int       `json:"max_running"`
+	CreatedBy  string    `json:"created_by,omitempty"`
+	CreatedAt  time.Time `json:"created_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at,omitzero"`
+}
+
+// LimitList is the answer to GET /api/v1/limits, by name.
+type LimitList struct {
+	Limits []Limit `json:"limits"`
+}
