@@ -55,6 +55,8 @@ type Poller struct {
 	logger      *slog.Logger
 	stopTimeout time.Duration
 	results     chan report
+	// output reports the runs' live output to Thorax.
+	output *pollOutput
 }
 
 // report is a result waiting to be reported under a command's id and lease.
@@ -98,7 +100,7 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 	if err != nil {
 		return nil, fmt.Errorf("thorax.address %s: %w", cfg.Thorax.Address, err)
 	}
-	return &Poller{
+	p := &Poller{
 		target:      cfg.Name,
 		conn:        conn,
 		client:      mantisv1.NewThoraxServiceClient(conn),
@@ -106,7 +108,10 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 		logger:      logger.With("target", cfg.Name, "thorax_address", cfg.Thorax.Address),
 		stopTimeout: cfg.Exec.StopTimeout.Duration,
 		results:     make(chan report, ResultBuffer),
-	}, nil
+	}
+	p.output = newPollOutput(cfg.Name, p.client, p.logger)
+	runner.output = p.output
+	return p, nil
 }
 
 // ThoraxCredentials returns the transport security of the thorax section:
@@ -140,6 +145,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	for range cap(p.runner.slots) {
 		reporters.Go(func() { p.reportLoop(reportCtx) })
 	}
+	// Live output is not waited for at stop: what is left of it is dropped.
+	outputCtx, stopOutput := context.WithCancel(reportCtx)
+	defer stopOutput()
+	go p.output.run(outputCtx)
 
 	var commands sync.WaitGroup
 	if pending := p.runner.journal.Pending(); len(pending) > 0 {

@@ -70,10 +70,16 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 	logger.DebugContext(ctx, "command started", "pid", c.Process.Pid, "timeout", timeout)
 
 	out := newTailBuffer(r.cfg.OutputLimitBytes)
+	var sink io.Writer = out
+	if r.output != nil {
+		live := newLiveStream(cmd, r.output)
+		defer live.close() // once the output is read to its end (reap drains it)
+		sink = io.MultiWriter(out, live)
+	}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		_, _ = io.Copy(out, pr)
+		_, _ = io.Copy(sink, pr)
 	}()
 	exited := make(chan struct{})
 	var waitErr error

@@ -39,6 +39,9 @@ type Runner struct {
 	noRequestID sync.Once
 	// metrics counts every run's result; nil counts nothing.
 	metrics *Metrics
+	// output receives the live output of the runs this runner starts; nil streams
+	// none (the result still carries the output's tail).
+	output OutputSink
 
 	mu       sync.Mutex
 	flights  map[string]*flight    // by run key: the runs under way

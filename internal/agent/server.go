@@ -29,11 +29,16 @@ type Server struct {
 	// Metrics counts the calls refused for their caller's role; nil counts
 	// nothing.
 	Metrics *identity.Metrics
+	// hub keeps the runs' live output for WatchOutput.
+	hub *outputHub
 }
 
-// NewServer returns an AgentService that runs commands on runner.
+// NewServer returns an AgentService that runs commands on runner, and makes it the
+// sink of runner's live output (WatchOutput).
 func NewServer(runner *Runner, logger *slog.Logger) *Server {
-	return &Server{runner: runner, logger: logger}
+	hub := newOutputHub()
+	runner.output = hub
+	return &Server{runner: runner, logger: logger, hub: hub}
 }
 
 // RunCommand runs the command's dispatch request and answers with its result
