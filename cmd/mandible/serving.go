@@ -125,6 +125,10 @@ func (r *replica) runLoops(g *errgroup.Group, gctx context.Context) {
 	})
 	g.Go(func() error { return r.hub.Run(gctx) })
 	g.Go(func() error {
+		return workers.RunRetention(gctx, workers.RetentionOptions{DB: r.pool, Keep: cfg.Retention.Events.Duration,
+			Interval: cfg.Retention.Interval.Duration, Logger: r.logger})
+	})
+	g.Go(func() error {
 		return workers.NewMonitor(workers.MonitorOptions{
 			DB: r.pool, Temporal: r.temporal, Namespace: cfg.Temporal.Namespace, ReplicaID: cfg.ReplicaID,
 			HeartbeatTimeout:  cfg.Thorax.HeartbeatTimeout.Duration,
@@ -174,6 +178,8 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 		Guard:            guard,
 		Secrets:          r.secrets,
 		SecretResolver:   secretenv.Resolver{FilesDir: r.cfg.Secrets.FilesDir},
+		// Live output: chunks of running commands, bounded per command.
+		MaxOutputBytesPerCommand: r.cfg.Output.MaxBytesPerCommand,
 	})
 	return grpcServer, healthServer, nil
 }

@@ -34,7 +34,8 @@ type HandlerOptions struct {
 // being the event's data with deployment_id and created_at added. A stream resumes
 // after the Last-Event-ID header (or ?last_event_id=) by replaying the log and then
 // going live; a ": live" comment marks the switch (it is also the first line of a
-// stream that does not resume). A ": keep-alive" comment follows every KeepAlive. A
+// stream that does not resume). A stream resuming from before the oldest event
+// retention kept gets a "reset" event first (events.Reset): the client must reload. A ": keep-alive" comment follows every KeepAlive. A
 // stream more than the broker's SubscriberBuffer events behind is closed; the client
 // resumes with Last-Event-ID. Bad parameters are answered 400 with a JSON error naming
 // them. The handler checks no credentials: mount it behind the API's token check.
@@ -142,6 +143,10 @@ func (h *handler) catchUp(ctx context.Context, out *streamWriter, f filter, afte
 		// Catch up from the log before subscribing, so that a long replay cannot
 		// overflow the subscription's buffer.
 		cursor = *after
+		var err error
+		if cursor, err = h.resetIfPruned(ctx, out, cursor); err != nil {
+			return nil, 0, err
+		}
 		through, err := h.broker.position(ctx)
 		if err != nil {
 			return nil, 0, err
