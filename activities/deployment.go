@@ -105,7 +105,7 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	}
 	steps := make([]schema.StepRecord, len(s.Steps))
 	for i, st := range s.Steps {
-		steps[i] = schema.StepRecord{Name: st.Name, Command: st.Command, Timeout: st.TimeoutDuration(), ContinueOnError: st.ContinueOnError}
+		steps[i] = schema.StepRecord{Name: st.Name, Command: st.RecordedCommand(), Timeout: st.TimeoutDuration(), ContinueOnError: st.ContinueOnError}
 	}
 	if err := schema.StartDeployment(ctx, a.DB, id, steps, targets); err != nil {
 		return StartDeploymentResult{}, err

@@ -33,6 +33,17 @@ type NewStepCommand struct {
 	Timeout    time.Duration
 	Env        map[string]string
 	WorkingDir string
+	// Round is the step's retry round: a retry a person asked for enqueues its targets
+	// again as new requests, whose keys carry the round.
+	Round int
+}
+
+// stepRequestKey is the idempotency key of a step's request for target in round.
+func stepRequestKey(id uuid.UUID, position int, target string, round int) string {
+	if round == 0 {
+		return fmt.Sprintf("%s:%d:%s", id, position, target)
+	}
+	return fmt.Sprintf("%s:%d:%s:retry%d", id, position, target, round)
 }
 
 // EnqueueStepTargets enqueues a step's dispatch requests for targets in one statement,
@@ -44,7 +55,7 @@ func EnqueueStepTargets(ctx context.Context, db TxBeginner, id uuid.UUID, positi
 		for i, t := range targets {
 			pos := position
 			reqs[i] = NewDispatchRequest{
-				IdempotencyKey: fmt.Sprintf("%s:%d:%s", id, position, t), Target: t, DeploymentID: &id, StepPosition: &pos,
+				IdempotencyKey: stepRequestKey(id, position, t, step.Round), Target: t, DeploymentID: &id, StepPosition: &pos,
 				Command: step.Command, Timeout: step.Timeout, Priority: priority, Env: step.Env, WorkingDir: step.WorkingDir,
 			}
 		}

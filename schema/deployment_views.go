@@ -38,6 +38,9 @@ func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, er
 		CreatedBy: r.CreatedBy, Error: r.Error, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Spec: r.Spec,
 	}
+	if d.Waiting, err = DeploymentWaitingFor(ctx, db, id); err != nil {
+		return DeploymentView{}, err
+	}
 	steps, err := queries.StepsOfDeployment(ctx, db, id)
 	if err != nil {
 		return DeploymentView{}, fmt.Errorf("reading steps: %w", err)

@@ -156,7 +156,7 @@ func lockStep(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (stepS
 	}
 	st := stepState{
 		status: row.Status, continueOnError: row.ContinueOnError, priority: row.Priority, maxParallel: row.MaxParallel,
-		command: NewStepCommand{Command: row.Command, Timeout: row.Timeout, WorkingDir: row.WorkingDir},
+		command: NewStepCommand{Command: row.Command, Timeout: row.Timeout, WorkingDir: row.WorkingDir, Round: int(row.RetryRound)},
 	}
 	if err := json.Unmarshal(row.Env, &st.command.Env); err != nil {
 		return st, fmt.Errorf("reading env of step %d of deployment %s: %w", position, id, err)

@@ -56,6 +56,13 @@ type DeploymentProgress struct {
 	Step int `json:"step"`
 	// Steps summarises the steps that ended.
 	Steps []StepResult `json:"steps,omitempty"`
+	// Waiting is what the deployment waits for a person to decide, if anything.
+	Waiting *Wait `json:"waiting,omitempty"`
+	// Paused is set by a pause decision and cleared by resume; it takes effect
+	// between steps.
+	Paused bool `json:"paused,omitempty"`
+	// Round is the retry round of the step at Step (0 before any retry).
+	Round int `json:"round,omitempty"`
 }
 
 // Deployment runs a deployment's steps in order. Its input is the plain JSON spec, so

@@ -45,11 +45,18 @@ func (b *runBudget) spent(ctx workflow.Context) bool {
 }
 
 // windowedDeployment runs a deployment from where in.Progress says (from the start
-// when it is nil), continuing as new whenever the run's budget is spent.
+// when it is nil), continuing as new whenever the run's budget is spent. Decision
+// Updates (deployment_decisions.go) can pause it between steps, decide an approval
+// step and answer a failed step that asks.
 func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentResult, error) {
 	s := in.WithDefaults()
-	p, err := startWindowed(ctx, in)
-	if err != nil {
+	var p DeploymentProgress
+	d := &deciding{p: &p, steps: s.Steps, midStep: in.Progress != nil}
+	if err := registerDecisions(ctx, d); err != nil {
+		return DeploymentResult{}, err
+	}
+	var err error
+	if p, err = startWindowed(ctx, in); err != nil {
 		return DeploymentResult{}, err
 	}
 	upsertDeploymentStarted(ctx, p.DeploymentID, s)
@@ -58,16 +65,14 @@ func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentRes
 	status, reason := schema.DeploymentSucceeded, ""
 	var interrupted *StepResult
 	for p.Step < len(s.Steps) {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || d.awaitResume(ctx) != nil {
 			status, reason = schema.DeploymentCancelled, cancelledReason
 			break
 		}
 		step := s.Steps[p.Step]
-		sr, err := runWindowedStep(ctx, &p, step, budget)
+		sr, end, err := d.runStep(ctx, step, budget)
 		if errors.Is(err, errContinueAsNew) {
-			next := s
-			next.Targets, next.TargetSelector = nil, nil // resolved and recorded already
-			return DeploymentResult{}, workflow.NewContinueAsNewError(ctx, DeploymentWorkflowType, DeploymentInput{Deployment: next, Progress: &p})
+			return continueAsNew(ctx, s, p)
 		}
 		if err != nil {
 			interrupted = &sr
@@ -75,13 +80,25 @@ func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentRes
 			break
 		}
 		p.Steps = append(p.Steps, sr)
-		p.Step++
-		if stop, why := stopsDeployment(step, sr); stop {
-			status, reason = schema.DeploymentFailed, why
+		p.Step, p.Round, d.current, d.midStep = p.Step+1, 0, nil, false
+		if end.stop {
+			status, reason = schema.DeploymentFailed, end.reason
 			break
 		}
 	}
-	return endWindowed(ctx, s, p, status, reason, interrupted)
+	d.ended = true
+	return endWindowed(ctx, s, p, status, reason, interrupted, d)
+}
+
+// continueAsNew hands p to the next run once every decision Update in flight has
+// been recorded, so that none is lost between runs.
+func continueAsNew(ctx workflow.Context, s spec.Deployment, p DeploymentProgress) (DeploymentResult, error) {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return DeploymentResult{}, err
+	}
+	next := s
+	next.Targets, next.TargetSelector = nil, nil // resolved and recorded already
+	return DeploymentResult{}, workflow.NewContinueAsNewError(ctx, DeploymentWorkflowType, DeploymentInput{Deployment: next, Progress: &p})
 }
 
 // startWindowed records the deployment and counts its targets in the first run; a run
@@ -108,7 +125,7 @@ func startWindowed(ctx workflow.Context, in DeploymentInput) (DeploymentProgress
 // runWindowedStep calls AdvanceStep until the step ends, and returns its summary. It
 // returns errContinueAsNew, with the step still running on the database side, when the
 // run's budget is spent: the next run goes on with the same step.
-func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step, budget *runBudget) (StepResult, error) {
+func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step, budget *runBudget, d *deciding) (StepResult, error) {
 	var a *activities.Activities
 	sr := StepResult{Name: step.Name, Skipped: p.Targets}
 	in := activities.AdvanceStepInput{StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: p.Step}, MaxWait: advanceMaxWait}
@@ -131,6 +148,7 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 		}
 		sr = StepResult{Name: step.Name, Status: got.Status, Succeeded: got.Succeeded, Failed: got.Failed,
 			Skipped: got.Skipped, FailedTargets: got.FailedTargets}
+		d.current = &sr
 		if got.Done {
 			return sr, nil
 		}
@@ -142,7 +160,7 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 // endWindowed ends the deployment whatever stopped it: it cancels what an interrupted
 // step left outstanding and records that step's end, skips the steps that never ran,
 // and records the deployment's end. It runs even when the workflow was cancelled.
-func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, status, reason string, interrupted *StepResult) (DeploymentResult, error) {
+func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, status, reason string, interrupted *StepResult, d *deciding) (DeploymentResult, error) {
 	var a *activities.Activities
 	endCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()}))
@@ -160,6 +178,12 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 			p.Steps = append(p.Steps, StepResult{Name: st.Name, Status: schema.StepSkipped, Skipped: p.Targets})
 		}
 	}
+	if d.waited || p.Waiting != nil || p.Paused {
+		if err := d.setWaiting(endCtx, nil); err != nil {
+			workflow.GetLogger(ctx).Error("clearing the wait failed", "err", err)
+		}
+	}
+	_ = workflow.Await(endCtx, func() bool { return workflow.AllHandlersFinished(endCtx) })
 	result := DeploymentResult{DeploymentID: p.DeploymentID, Status: schema.DeploymentRunning, Steps: p.Steps}
 	return finishDeployment(endCtx, result, status, reason)
 }

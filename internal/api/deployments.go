@@ -65,6 +65,8 @@ type Deployment struct {
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
 	Spec       json.RawMessage `json:"spec,omitempty"`
 	Steps      []Step          `json:"steps,omitempty"`
+	// Waiting is set while the deployment waits for a person's decision.
+	Waiting *Waiting `json:"waiting,omitempty"`
 }
 
 // Step is a step with its per-target results.

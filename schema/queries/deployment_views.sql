@@ -13,7 +13,8 @@ ORDER BY position;
 
 -- name: TargetResultsOfDeployment :many
 -- TargetResultsOfDeployment reads each target of each step with its latest command,
--- the last tail_bytes bytes of its output and its analysis.
+-- the last tail_bytes bytes of its output and its analysis. A request a retry
+-- superseded gives way to its retry.
 SELECT p.step_position, t.name AS target, p.status AS request_status, c.status AS command_status, c.exit_code,
        substring(c.output_raw, greatest(octet_length(c.output_raw) - sqlc.arg(tail_bytes)::int + 1, 1))::bytea AS output_tail,
        (coalesce(c.output_truncated, false) OR coalesce(octet_length(c.output_raw), 0) > sqlc.arg(tail_bytes)::int)::bool AS truncated,
@@ -24,7 +25,7 @@ FROM pending_dispatch_requests p
 JOIN targets t ON t.id = p.target_id
 LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
 LEFT JOIN analyses a ON a.command_id = c.id
-WHERE p.deployment_id = @deployment_id::uuid
+WHERE p.deployment_id = @deployment_id::uuid AND NOT p.superseded
 ORDER BY p.step_position, t.name;
 
 -- name: ListDeployments :many

@@ -14,7 +14,7 @@ SELECT count(*) FROM deployment_targets WHERE deployment_id = @deployment_id;
 -- name: LockStep :one
 -- LockStep reads a step and what its commands need, holding the step's row. The
 -- step's env_secret joins its env as stored: sealed until a Thorax fetches the command.
-SELECT s.status, s.continue_on_error, s.command, s.timeout, d.priority, d.max_parallel,
+SELECT s.status, s.continue_on_error, s.command, s.timeout, s.retry_round, d.priority, d.max_parallel,
        (coalesce(d.spec->'steps'->(@position::int)->'env', '{}'::jsonb)
         || coalesce(d.spec->'steps'->(@position::int)->'env_secret', '{}'::jsonb))::jsonb AS env,
        coalesce(d.spec->'steps'->(@position::int)->>'working_dir', '')::text AS working_dir
@@ -25,14 +25,14 @@ FOR UPDATE OF s;
 -- name: StepCounts :one
 -- StepCounts counts a step's targets: all of them, those enqueued, those ended (the
 -- request failed, expired or was cancelled, or the latest command ended) and those
--- that succeeded.
+-- that succeeded. A request a retry superseded does not count: its retry does.
 WITH s AS (
     SELECT p.status IN ('failed', 'expired', 'cancelled')
            OR (p.status = 'dispatched' AND c.status IN ('succeeded', 'failed', 'cancelled', 'lost')) AS ended,
            p.status = 'dispatched' AND c.status IS NOT DISTINCT FROM 'succeeded' AS ok
     FROM pending_dispatch_requests p
     LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-    WHERE p.deployment_id = @deployment_id::uuid AND p.step_position = @position::int
+    WHERE p.deployment_id = @deployment_id::uuid AND p.step_position = @position::int AND NOT p.superseded
 )
 SELECT (SELECT count(*) FROM deployment_targets dt WHERE dt.deployment_id = @deployment_id)::bigint AS total,
        count(*) AS enqueued, count(*) FILTER (WHERE ended) AS ended, count(*) FILTER (WHERE ended AND ok) AS succeeded
@@ -40,12 +40,13 @@ FROM s;
 
 -- name: NextTargetsOfStep :many
 -- NextTargetsOfStep names the next n targets, in deployment order, the step has not
--- been enqueued for.
+-- been enqueued for, or whose request a retry superseded.
 SELECT t.name
 FROM deployment_targets dt JOIN targets t ON t.id = dt.target_id
 WHERE dt.deployment_id = @deployment_id
   AND NOT EXISTS (SELECT 1 FROM pending_dispatch_requests p
-                  WHERE p.deployment_id = @deployment_id::uuid AND p.step_position = @position::int AND p.target_id = dt.target_id)
+                  WHERE p.deployment_id = @deployment_id::uuid AND p.step_position = @position::int AND p.target_id = dt.target_id
+                    AND NOT p.superseded)
 ORDER BY dt.ordinal
 LIMIT @n;
 
@@ -55,7 +56,7 @@ SELECT t.name AS target, c.exit_code, coalesce(c.error, p.last_error, '')::text 
 FROM pending_dispatch_requests p
 JOIN targets t ON t.id = p.target_id
 LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-WHERE p.deployment_id = @deployment_id::uuid AND p.step_position = @position::int
+WHERE p.deployment_id = @deployment_id::uuid AND p.step_position = @position::int AND NOT p.superseded
   AND (p.status IN ('failed', 'expired', 'cancelled')
        OR (p.status = 'dispatched' AND c.status IN ('failed', 'cancelled', 'lost')))
 ORDER BY t.name

@@ -178,7 +178,7 @@ FROM pending_dispatch_requests p
 JOIN targets t ON t.id = p.target_id
 LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
 LEFT JOIN analyses a ON a.command_id = c.id
-WHERE p.deployment_id = $2::uuid
+WHERE p.deployment_id = $2::uuid AND NOT p.superseded
 ORDER BY p.step_position, t.name
 `
 
@@ -206,7 +206,8 @@ type TargetResultsOfDeploymentRow struct {
 }
 
 // TargetResultsOfDeployment reads each target of each step with its latest command,
-// the last tail_bytes bytes of its output and its analysis.
+// the last tail_bytes bytes of its output and its analysis. A request a retry
+// superseded gives way to its retry.
 func (q *Queries) TargetResultsOfDeployment(ctx context.Context, db DBTX, arg TargetResultsOfDeploymentParams) ([]TargetResultsOfDeploymentRow, error) {
 	rows, err := db.Query(ctx, targetResultsOfDeployment, arg.TailBytes, arg.DeploymentID)
 	if err != nil {

@@ -28,7 +28,7 @@ SELECT t.name AS target, c.exit_code, coalesce(c.error, p.last_error, '')::text 
 FROM pending_dispatch_requests p
 JOIN targets t ON t.id = p.target_id
 LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-WHERE p.deployment_id = $1::uuid AND p.step_position = $2::int
+WHERE p.deployment_id = $1::uuid AND p.step_position = $2::int AND NOT p.superseded
   AND (p.status IN ('failed', 'expired', 'cancelled')
        OR (p.status = 'dispatched' AND c.status IN ('failed', 'cancelled', 'lost')))
 ORDER BY t.name
@@ -69,7 +69,7 @@ func (q *Queries) FailedTargetsOfStep(ctx context.Context, db DBTX, arg FailedTa
 }
 
 const lockStep = `-- name: LockStep :one
-SELECT s.status, s.continue_on_error, s.command, s.timeout, d.priority, d.max_parallel,
+SELECT s.status, s.continue_on_error, s.command, s.timeout, s.retry_round, d.priority, d.max_parallel,
        (coalesce(d.spec->'steps'->($1::int)->'env', '{}'::jsonb)
         || coalesce(d.spec->'steps'->($1::int)->'env_secret', '{}'::jsonb))::jsonb AS env,
        coalesce(d.spec->'steps'->($1::int)->>'working_dir', '')::text AS working_dir
@@ -88,6 +88,7 @@ type LockStepRow struct {
 	ContinueOnError bool
 	Command         string
 	Timeout         time.Duration
+	RetryRound      int32
 	Priority        string
 	MaxParallel     *int32
 	Env             []byte
@@ -104,6 +105,7 @@ func (q *Queries) LockStep(ctx context.Context, db DBTX, arg LockStepParams) (Lo
 		&i.ContinueOnError,
 		&i.Command,
 		&i.Timeout,
+		&i.RetryRound,
 		&i.Priority,
 		&i.MaxParallel,
 		&i.Env,
@@ -117,7 +119,8 @@ SELECT t.name
 FROM deployment_targets dt JOIN targets t ON t.id = dt.target_id
 WHERE dt.deployment_id = $1
   AND NOT EXISTS (SELECT 1 FROM pending_dispatch_requests p
-                  WHERE p.deployment_id = $1::uuid AND p.step_position = $2::int AND p.target_id = dt.target_id)
+                  WHERE p.deployment_id = $1::uuid AND p.step_position = $2::int AND p.target_id = dt.target_id
+                    AND NOT p.superseded)
 ORDER BY dt.ordinal
 LIMIT $3
 `
@@ -129,7 +132,7 @@ type NextTargetsOfStepParams struct {
 }
 
 // NextTargetsOfStep names the next n targets, in deployment order, the step has not
-// been enqueued for.
+// been enqueued for, or whose request a retry superseded.
 func (q *Queries) NextTargetsOfStep(ctx context.Context, db DBTX, arg NextTargetsOfStepParams) ([]string, error) {
 	rows, err := db.Query(ctx, nextTargetsOfStep, arg.DeploymentID, arg.Position, arg.N)
 	if err != nil {
@@ -210,7 +213,7 @@ WITH s AS (
            p.status = 'dispatched' AND c.status IS NOT DISTINCT FROM 'succeeded' AS ok
     FROM pending_dispatch_requests p
     LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-    WHERE p.deployment_id = $1::uuid AND p.step_position = $2::int
+    WHERE p.deployment_id = $1::uuid AND p.step_position = $2::int AND NOT p.superseded
 )
 SELECT (SELECT count(*) FROM deployment_targets dt WHERE dt.deployment_id = $1)::bigint AS total,
        count(*) AS enqueued, count(*) FILTER (WHERE ended) AS ended, count(*) FILTER (WHERE ended AND ok) AS succeeded
@@ -231,7 +234,7 @@ type StepCountsRow struct {
 
 // StepCounts counts a step's targets: all of them, those enqueued, those ended (the
 // request failed, expired or was cancelled, or the latest command ended) and those
-// that succeeded.
+// that succeeded. A request a retry superseded does not count: its retry does.
 func (q *Queries) StepCounts(ctx context.Context, db DBTX, arg StepCountsParams) (StepCountsRow, error) {
 	row := db.QueryRow(ctx, stepCounts, arg.DeploymentID, arg.Position)
 	var i StepCountsRow
