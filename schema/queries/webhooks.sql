@@ -76,3 +76,6 @@ FROM webhook_deliveries d JOIN deployment_events e ON e.id = d.event_id
 WHERE d.webhook_id = @webhook_id AND d.status = @status
 ORDER BY d.id DESC
 LIMIT @max_rows;
+
+-- name: WebhookCursor :one
+SELECT last_event_id FROM webhook_cursor;

@@ -340,3 +340,14 @@ func (q *Queries) MoveWebhookCursor(ctx context.Context, db DBTX, lastEventID in
 	_, err := db.Exec(ctx, moveWebhookCursor, lastEventID)
 	return err
 }
+
+const webhookCursor = `-- name: WebhookCursor :one
+SELECT last_event_id FROM webhook_cursor
+`
+
+func (q *Queries) WebhookCursor(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, webhookCursor)
+	var last_event_id int64
+	err := row.Scan(&last_event_id)
+	return last_event_id, err
+}
