@@ -66,6 +66,8 @@ var schemaTypes = map[string]reflect.Type{
 	"DLQPurgeResult": reflect.TypeFor[api.DLQPurgeResult](), "DLQListing": reflect.TypeFor[broker.DLQListing](),
 	"DLQMessage": reflect.TypeFor[broker.DLQMessage](), "Health": reflect.TypeFor[api.Health](),
 	"Readiness": reflect.TypeFor[api.Readiness](),
+	"OutputPage": reflect.TypeFor[api.OutputPage](), "OutputChunk": reflect.TypeFor[api.OutputChunk](),
+	"Limit": reflect.TypeFor[api.Limit](), "LimitList": reflect.TypeFor[api.LimitList](),
 }
 
 // jsonFields returns the JSON names of t's fields and those that are required (no

@@ -146,6 +146,11 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 	routes := []apiRoute{
 		{"POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests},
 		{"GET /api/v1/dispatch-requests", apitoken.ScopeRead, s.listDispatchRequests},
+		{"GET /api/v1/dispatch-requests/{id}", apitoken.ScopeRead, s.getDispatchRequest},
+		{"GET /api/v1/limits", apitoken.ScopeRead, s.listLimits},
+		{"POST /api/v1/limits", apitoken.ScopeAdmin, s.setLimit},
+		{"GET /api/v1/limits/{name}", apitoken.ScopeRead, s.getLimit},
+		{"DELETE /api/v1/limits/{name}", apitoken.ScopeAdmin, s.deleteLimit},
 		{"GET /api/v1/targets", apitoken.ScopeRead, s.listTargets},
 		{"GET /api/v1/thorax-instances", apitoken.ScopeRead, s.listThoraxInstances},
 		{"POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget},
