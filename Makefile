@@ -33,8 +33,23 @@ run: build ## Set up and run the whole local stack (Ctrl-C stops it).
 	$(BIN)/mantisctl dev up --dir $(STACK_DIR)
 
 .PHONY: test
-test: build ## Start real PostgreSQL, RabbitMQ and Temporal, run every test, stop them.
+test: build console-tools ## Start real PostgreSQL, RabbitMQ and Temporal, run every test, stop them.
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/test -- $(GO) test $(GOTEST_FLAGS) ./...
+
+# The console's browser test (internal/e2e/console_browser_test.go) drives headless
+# Chromium (the Debian package) and runs axe-core in its pages; axe-core is fetched with
+# npm pack into the cache, never committed.
+AXE_VERSION := 4.14.1
+AXE_DIR     := $(STACK_DIR)/cache/axe-core-$(AXE_VERSION)
+.PHONY: console-tools
+console-tools: ## Install chromium when missing and fetch axe-core into .mantis/cache (the console's browser test).
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" != 0 ]; then echo "chromium missing: apt-get install -y chromium (or run make as root)"; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	@test -f $(AXE_DIR)/axe.min.js || { \
+		command -v npm >/dev/null || { echo "npm missing: apt-get install -y npm"; exit 1; }; \
+		mkdir -p $(AXE_DIR) && cd $(AXE_DIR) && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
+		tar -xzf axe-core-$(AXE_VERSION).tgz --strip-components=1 package/axe.min.js && rm -f axe-core-$(AXE_VERSION).tgz; }
 
 .PHONY: test-temporal-server
 # The end-to-end job on the production temporal-server v1.29.1 (PostgreSQL persistence,
