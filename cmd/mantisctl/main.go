@@ -89,7 +89,7 @@ func newCLI() *cli {
 	root.AddCommand(newDevCommand(), newRequestsCommand(f), newTargetsCommand(f),
 		newDeployCommand(f), newWatchCommand(f), newRunCommand(f), newGetCommand(f),
 		newListCommand(f), newCancelCommand(f), newDLQCommand(f), newTokenCommand(),
-		newConfigCommand(f), newVersionCommand(f))
+		newConfigCommand(f), newVersionCommand(f), newLimitsCommand(f))
 	c.root = root
 	return c
 }

@@ -88,10 +88,14 @@ func printDispatchRequests(out io.Writer, format outputFormat, reqs []api.Dispat
 		return err
 	}
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tTARGET\tPRIORITY\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tEXPIRES\tREASON")
+	fmt.Fprintln(w, "ID\tTARGET\tPRIORITY\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tEXPIRES\tHELD BY\tREASON")
 	for _, r := range reqs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.ID, r.Target, r.Priority, r.Status,
-			r.Attempts, r.MaxAttempts, r.NextAttemptAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), safetext.Terminal(r.Reason))
+		heldBy := "-"
+		if r.HeldBy != "" {
+			heldBy = safetext.Terminal(r.HeldBy)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Priority, r.Status,
+			r.Attempts, r.MaxAttempts, r.NextAttemptAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), heldBy, safetext.Terminal(r.Reason))
 	}
 	return w.Flush()
 }
