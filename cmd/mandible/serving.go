@@ -27,6 +27,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/sse"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
+	"github.com/mantis-deploy/mantis/internal/webhook"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/workers"
 	"github.com/mantis-deploy/mantis/workflows"
@@ -99,7 +100,7 @@ func (r *replica) serve(ctx context.Context) error {
 }
 
 // runLoops starts the replica's background loops in g: the analysis processor and
-// its broker consumer, the dispatcher, the notification hub and the Thorax monitor.
+// its broker consumer, the dispatcher, the notification hub, the webhook worker and the Thorax monitor.
 func (r *replica) runLoops(g *errgroup.Group, gctx context.Context) {
 	cfg := r.cfg
 	analyser := &analysis.Processor{DB: r.pool, Logger: r.logger, Refiner: analysis.NewRefiner(cfg.Analysis)}
@@ -124,6 +125,8 @@ func (r *replica) runLoops(g *errgroup.Group, gctx context.Context) {
 		})
 	})
 	g.Go(func() error { return r.hub.Run(gctx) })
+	// Webhook deliveries: every replica fans out and sends; the database shares the work.
+	g.Go(func() error { return (&webhook.Worker{DB: r.pool, Logger: r.logger}).Run(gctx) })
 	g.Go(func() error {
 		return workers.RunRetention(gctx, workers.RetentionOptions{DB: r.pool, Keep: cfg.Retention.Events.Duration,
 			Interval: cfg.Retention.Interval.Duration, Logger: r.logger})
