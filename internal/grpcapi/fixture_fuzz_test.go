@@ -37,6 +37,7 @@ type fuzzMandible struct {
 func newFuzzMandible(f *testing.F) *fuzzMandible {
 	f.Helper()
 	pool := testenv.MigratedPool(f)
+	allowParallel(f, pool) // many commands of one target at once
 	srv := grpc.NewServer()
 	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour, ReplicaID: "r1"})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -44,6 +44,7 @@ func setup(t *testing.T) bundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := testenv.MigratedPool(t)
+	allowParallel(t, pool) // many commands of one target at once
 	certs, err := devcerts.Generate(t.TempDir(), []string{"localhost", "127.0.0.1"})
 	require.NoError(t, err)
 	cert, key := certs.Pair("mandible")
