@@ -36,6 +36,10 @@ func setupDispatchFixture(t *testing.T, targets int) dispatchFixture {
 	t.Cleanup(pool.Close)
 	_, err = schema.Migrate(ctx, pool)
 	require.NoError(t, err)
+	// The dispatch path is measured here, not the per-target concurrency default (one
+	// running command), so the fixture lets its targets run many commands at once.
+	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: schema.MaxLimitRunning}, "test")
+	require.NoError(t, err)
 	f := dispatchFixture{ctx: ctx, url: url, pool: pool, temporal: testenv.TemporalServer(t)}
 	instance := uuid.New()
 	_, err = pool.Exec(ctx, `INSERT INTO thorax_instances (id, name) VALUES ($1, 'thorax-e2e')`, instance)
