@@ -52,4 +52,7 @@ type Activities struct {
 	// Secrets seals the env_secret values of specs started straight from a Temporal
 	// client (the codec keyring); nil refuses such specs.
 	Secrets secretenv.Keyring
+	// Deployments looks deployments' workflows up in Temporal, for the maintenance
+	// that fails deployments whose workflow never started; nil leaves them.
+	Deployments DeploymentWorkflows
 }

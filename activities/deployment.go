@@ -108,6 +108,9 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 		steps[i] = schema.StepRecord{Name: st.Name, Command: st.RecordedCommand(), Timeout: st.TimeoutDuration(), ContinueOnError: st.ContinueOnError}
 	}
 	if err := schema.StartDeployment(ctx, a.DB, id, steps, targets); err != nil {
+		if errors.Is(err, schema.ErrDeploymentEnded) {
+			return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), DeploymentEnded, nil)
+		}
 		return StartDeploymentResult{}, err
 	}
 	a.Metrics.deploymentStarted()

@@ -165,6 +165,8 @@ type MaintainDispatchQueueResult struct {
 	Reclaimed []schema.ReclaimedRequest `json:"reclaimed,omitempty"`
 	Expired   []uuid.UUID               `json:"expired,omitempty"`
 	Requeued  []schema.RedispatchResult `json:"requeued,omitempty"`
+	// Stranded are deployments failed because their workflow never started.
+	Stranded []uuid.UUID `json:"stranded,omitempty"`
 }
 
 // MaintainDispatchQueue reclaims orphans held in processing past the processing
@@ -186,6 +188,9 @@ func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispa
 		errs = append(errs, err)
 	}
 	if res.Requeued, err = schema.RequeueUndelivered(ctx, a.DB, a.Dispatch.DeliveryTimeout); err != nil {
+		errs = append(errs, err)
+	}
+	if res.Stranded, err = a.failStrandedDeployments(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	a.Metrics.maintained(res)

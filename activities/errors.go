@@ -16,4 +16,7 @@ const (
 	TopologyPreconditionFailed = "TopologyPreconditionFailed"
 	// DeploymentFailed is the error type of a Deployment workflow that ran and failed.
 	DeploymentFailed = "DeploymentFailed"
+	// DeploymentEnded is a deployment whose workflow started after the deployment had
+	// already ended (e.g. failed because its workflow had never started): it does not run.
+	DeploymentEnded = "DeploymentEnded"
 )

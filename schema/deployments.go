@@ -121,7 +121,7 @@ func StartDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, steps []S
 		}
 		createdBy, err := queries.MarkDeploymentRunning(ctx, tx, id)
 		if err = notFound(err); errors.Is(err, ErrNotFound) {
-			return nil
+			return refuseEnded(ctx, tx, id) // running already (a retry), or ended
 		}
 		if err != nil {
 			return fmt.Errorf("starting deployment: %w", err)
@@ -132,6 +132,22 @@ func StartDeployment(ctx context.Context, db TxBeginner, id uuid.UUID, steps []S
 		}
 		return InsertEvent(ctx, tx, &id, events.DeploymentStarted, data)
 	})
+}
+
+// ErrDeploymentEnded is returned by StartDeployment for a deployment that has ended.
+var ErrDeploymentEnded = errors.New("deployment has already ended")
+
+// refuseEnded returns nil for a deployment that runs and ErrDeploymentEnded, naming
+// the state, for one that ended.
+func refuseEnded(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	status, err := queries.DeploymentStatus(ctx, tx, id)
+	if err != nil {
+		return fmt.Errorf("reading the state of deployment %s: %w", id, notFound(err))
+	}
+	if status == DeploymentPending || status == DeploymentRunning {
+		return nil
+	}
+	return fmt.Errorf("starting deployment %s: %w (%s)", id, ErrDeploymentEnded, status)
 }
 
 // FinishDeployment records the deployment's end with a deployment.<status> event.

@@ -153,9 +153,10 @@ func (r *replica) newActivities(opts serveOptions) *activities.Activities {
 			DeliveryTimeout:   r.cfg.Dispatch.DeliveryTimeout.Duration,
 			HeartbeatTimeout:  r.cfg.Thorax.HeartbeatTimeout.Duration,
 		},
-		Wakes:   &activities.WakeCoalescer{},
-		Hooks:   testHooks(opts.pauseAfterClaim, r.logger),
-		Secrets: r.secrets,
+		Wakes:       &activities.WakeCoalescer{},
+		Hooks:       testHooks(opts.pauseAfterClaim, r.logger),
+		Secrets:     r.secrets,
+		Deployments: workers.DeploymentLookup{Client: r.temporal},
 	}
 }
 
