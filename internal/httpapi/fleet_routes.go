@@ -16,5 +16,11 @@ func (s *server) fleetRoutes() []apiRoute {
 		{"DELETE /api/v1/webhooks/{id}", apitoken.ScopeAdmin, s.deleteWebhook},
 		{"GET /api/v1/webhooks/{id}/failures", apitoken.ScopeAdmin, s.listWebhookFailures},
 	}
+	if s.temporal != nil {
+		routes = append(routes,
+			apiRoute{"GET /api/v1/schedules", apitoken.ScopeRead, s.listSchedules},
+			apiRoute{"POST /api/v1/schedules", apitoken.ScopeAdmin, s.createSchedule},
+			apiRoute{"DELETE /api/v1/schedules/{name}", apitoken.ScopeAdmin, s.deleteSchedule})
+	}
 	return routes
 }

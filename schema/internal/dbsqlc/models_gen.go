@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Analysis struct {
@@ -127,6 +128,15 @@ type DeploymentEvent struct {
 	Type         string
 	Data         []byte
 	CreatedAt    time.Time
+}
+
+type DeploymentSchedule struct {
+	Name      string
+	Cron      *string
+	Every     pgtype.Interval
+	Spec      []byte
+	CreatedBy string
+	CreatedAt time.Time
 }
 
 type DeploymentStep struct {
