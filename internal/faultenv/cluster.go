@@ -71,7 +71,7 @@ type Thorax struct {
 type Agent struct {
 	*Proc
 	Mode string
-	// Thorax is the index of the instance a poll agent calls.
+	// Thorax is the index of the instance a poll agent calls first (see newPollAgent).
 	Thorax int
 	// JournalDir holds its run journal.
 	JournalDir string

@@ -146,7 +146,10 @@ func (c *Cluster) agentPair(name string) (cert, key string) {
 	return cert, key
 }
 
-// newPollAgent describes poll agent i, calling Thorax th through the agent link.
+// newPollAgent describes poll agent i, calling the Thorax pool through the agent link
+// as agents call a load-balanced address in production (the Helm chart's Thorax
+// Service): its first connection reaches Thorax th, and a reconnect after that Thorax
+// is gone reaches another.
 func (c *Cluster) newPollAgent(i, th int) *Agent {
 	c.t.Helper()
 	name := fmt.Sprintf("poll-%02d-%s", i, randomHex(3))
@@ -161,9 +164,18 @@ cert_path = %q
 key_path = %q
 [journal]
 dir = %q
-`, name, c.AgentLink.Proxy(c.t, c.Thoraxes[th].AgentsAddr), c.Certs.CACert(), cert, key, a.JournalDir) + agentExec
+`, name, c.AgentLink.Proxy(c.t, c.thoraxPool(th)...), c.Certs.CACert(), cert, key, a.JournalDir) + agentExec
 	a.Proc = c.proc(name, "agent", conf+c.metricsSection(&a.MetricsAddr))
 	return a
+}
+
+// thoraxPool lists every Thorax's agents address, starting with th's.
+func (c *Cluster) thoraxPool(th int) []string {
+	out := make([]string, 0, len(c.Thoraxes))
+	for i := range c.Thoraxes {
+		out = append(out, c.Thoraxes[(th+i)%len(c.Thoraxes)].AgentsAddr)
+	}
+	return out
 }
 
 // newListenAgent describes listen agent i; Thorax reaches it through the agent link.
