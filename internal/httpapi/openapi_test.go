@@ -94,7 +94,7 @@ func (b *contractBundle) deploymentLifecycle(t *testing.T) {
 		body: strings.Replace(contractSpec, `"true"`, `"false"`, 1), want: 409})
 	b.call(t, exchange{method: "GET", path: "/api/v1/deployments/" + created.ID.String(), token: contractRead, want: 200})
 	b.call(t, exchange{method: "GET", path: "/api/v1/deployments/" + created.ID.String() + "/output?target=web-1&step=0", token: contractRead, want: 200})
-	b.call(t, exchange{method: "GET", path: "/api/v1/deployments/" + created.ID.String() + "/output?step=-1&bogus=1", token: contractRead, want: 400})
+	b.call(t, exchange{method: "GET", path: "/api/v1/deployments/" + created.ID.String() + "/output?target=-not-a-name", token: contractRead, want: 400})
 	b.call(t, exchange{method: "POST", path: "/api/v1/deployments/" + created.ID.String() + "/cancel", token: contractDeploy, want: 202})
 }
 
