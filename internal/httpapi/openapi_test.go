@@ -33,6 +33,7 @@ func TestRoutesAnswerAsDocumented(t *testing.T) {
 		{method: "POST", path: "/api/v1/targets", token: A, body: `{"name":"db 1","mode":"listen"}`, want: 400},
 		{method: "POST", path: "/api/v1/targets", token: D, body: `{"name":"web-2","mode":"poll"}`, want: 403},
 		{method: "GET", path: "/api/v1/targets", token: R, want: 200},
+		{method: "GET", path: "/api/v1/thorax-instances", token: R, want: 200},
 		{method: "GET", path: "/api/v1/targets", want: 401, invalid: true},
 		{method: "POST", path: "/api/v1/dispatch-requests", token: D, want: 202,
 			body: `{"requests":[{"idempotency_key":"a","target":"web-1","command":"uptime","priority":"high","timeout":"30s"}]}`},
