@@ -22,7 +22,7 @@ type dispatchBundle struct {
 
 const replica = "replica-a"
 
-func setupDispatch(t *testing.T, targets ...string) dispatchBundle {
+func setupDispatch(t testing.TB, targets ...string) dispatchBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := testenv.MigratedPool(t)
@@ -35,13 +35,13 @@ func setupDispatch(t *testing.T, targets ...string) dispatchBundle {
 	return b
 }
 
-func (b dispatchBundle) addTarget(t *testing.T, name string, instance *uuid.UUID) {
+func (b dispatchBundle) addTarget(t testing.TB, name string, instance *uuid.UUID) {
 	t.Helper()
 	_, err := b.pool.Exec(b.ctx, `INSERT INTO targets (name, mode, assigned_instance_id) VALUES ($1, 'poll', $2)`, name, instance)
 	require.NoError(t, err)
 }
 
-func (b dispatchBundle) enqueue(t *testing.T, reqs ...schema.NewDispatchRequest) []schema.EnqueuedRequest {
+func (b dispatchBundle) enqueue(t testing.TB, reqs ...schema.NewDispatchRequest) []schema.EnqueuedRequest {
 	t.Helper()
 	out, err := schema.EnqueueDispatchRequests(b.ctx, b.pool, reqs)
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 )
 
 // addLabelledTarget registers a poll target with labels on the bundle's instance.
-func (b dispatchBundle) addLabelledTarget(t *testing.T, name, labels string) {
+func (b dispatchBundle) addLabelledTarget(t testing.TB, name, labels string) {
 	t.Helper()
 	_, err := b.pool.Exec(b.ctx, `INSERT INTO targets (name, mode, assigned_instance_id, labels) VALUES ($1, 'poll', $2, $3)`,
 		name, b.instance, labels)
