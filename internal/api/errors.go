@@ -39,6 +39,8 @@ const (
 	CodeIdempotencyConflict ErrorCode = "idempotency_conflict"
 	// CodeFrozen answers 409 for a deployment an active freeze window covers.
 	CodeFrozen ErrorCode = "frozen"
+	// CodeNotWaiting answers 409 for a decision the deployment does not wait for now.
+	CodeNotWaiting ErrorCode = "not_waiting"
 	// CodeAlreadyExists answers 409 for a create whose name is taken.
 	CodeAlreadyExists ErrorCode = "already_exists"
 	CodeUnavailable   ErrorCode = "unavailable"
@@ -50,7 +52,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeInvalidArgument, CodeInvalidJSON, CodeInvalidBody, CodeInvalidSpec, CodeTooLarge, CodeNotFound,
 	CodeAlreadyFinished, CodeUnauthenticated, CodeForbidden, CodeMethodNotAllowed, CodeIdempotencyConflict,
-	CodeFrozen, CodeAlreadyExists, CodeUnavailable, CodeBrokerError, CodeInternal,
+	CodeFrozen, CodeNotWaiting, CodeAlreadyExists, CodeUnavailable, CodeBrokerError, CodeInternal,
 }
 
 // ProblemContentType is the media type of every error answer (RFC 9457).
@@ -68,6 +70,7 @@ var titles = map[ErrorCode]string{
 	CodeTooLarge:            "Request body too large",
 	CodeNotFound:            "Not found",
 	CodeAlreadyFinished:     "Already finished",
+	CodeNotWaiting:          "Not waiting for that decision",
 	CodeUnauthenticated:     "Unauthenticated",
 	CodeForbidden:           "Forbidden",
 	CodeMethodNotAllowed:    "Method not allowed",

@@ -61,13 +61,16 @@ var schemaTypes = map[string]reflect.Type{
 	"EnqueueAnswer": reflect.TypeFor[api.EnqueueAnswer](), "EnqueuedRequest": reflect.TypeFor[api.EnqueuedRequest](),
 	"DispatchRequestList": reflect.TypeFor[api.DispatchRequestList](), "DispatchRequest": reflect.TypeFor[api.DispatchRequest](),
 	"NewTarget": reflect.TypeFor[api.NewTarget](), "TargetList": reflect.TypeFor[api.TargetList](),
-	"Target": reflect.TypeFor[api.Target](), "DLQRequeueBody": reflect.TypeFor[api.DLQRequeueBody](),
+	"Target": reflect.TypeFor[api.Target](), "ThoraxInstanceList": reflect.TypeFor[api.ThoraxInstanceList](),
+	"ThoraxInstance": reflect.TypeFor[api.ThoraxInstance](), "DLQRequeueBody": reflect.TypeFor[api.DLQRequeueBody](),
 	"DLQRequeueResult": reflect.TypeFor[api.DLQRequeueResult](), "DLQPurgeBody": reflect.TypeFor[api.DLQPurgeBody](),
 	"DLQPurgeResult": reflect.TypeFor[api.DLQPurgeResult](), "DLQListing": reflect.TypeFor[broker.DLQListing](),
 	"DLQMessage": reflect.TypeFor[broker.DLQMessage](), "Health": reflect.TypeFor[api.Health](),
-	"Readiness": reflect.TypeFor[api.Readiness](),
+	"Readiness":  reflect.TypeFor[api.Readiness](),
 	"OutputPage": reflect.TypeFor[api.OutputPage](), "OutputChunk": reflect.TypeFor[api.OutputChunk](),
 	"Limit": reflect.TypeFor[api.Limit](), "LimitList": reflect.TypeFor[api.LimitList](),
+	"Decision": reflect.TypeFor[api.Decision](), "DecisionList": reflect.TypeFor[api.DecisionList](),
+	"DecisionRequest": reflect.TypeFor[api.DecisionRequest](), "Waiting": reflect.TypeFor[api.Waiting](),
 }
 
 // jsonFields returns the JSON names of t's fields and those that are required (no
@@ -191,6 +194,7 @@ func filledValues() map[string]any {
 		"EnqueueAnswer":       api.EnqueueAnswer{Requests: []api.EnqueuedRequest{{ID: id, IdempotencyKey: "k", Created: true, ExpiresAt: now}}},
 		"DispatchRequestList": api.DispatchRequestList{Requests: []api.DispatchRequest{req}, Next: "/n"},
 		"TargetList":          api.TargetList{Targets: []api.Target{tgt}},
+		"ThoraxInstanceList":  api.ThoraxInstanceList{Instances: []api.ThoraxInstance{{ID: id, Name: "thorax-1", Status: "live", Live: true, RegisteredAt: now, LastHeartbeatAt: now, DiedAt: &now, Targets: 2}}},
 		"DLQRequeueResult":    api.DLQRequeueResult{Requeued: 1, To: schema.PriorityHigh, Queue: "q"},
 		"DLQPurgeResult":      api.DLQPurgeResult{Purged: 1},
 		"Health":              api.Health{Status: api.StatusOK},

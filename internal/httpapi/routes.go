@@ -160,7 +160,6 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 		{"POST /api/v1/dlq/purge", apitoken.ScopeAdmin, s.purgeDLQ(dlq)},
 		{"GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments},
 		{"GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment},
-		{"GET /api/v1/deployments/{id}/output", apitoken.ScopeRead, s.getDeploymentOutput},
 	}
 	if s.temporal != nil {
 		routes = append(routes,
@@ -168,5 +167,6 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 			apiRoute{"POST /api/v1/deployments/{id}/cancel", apitoken.ScopeDeploy, s.cancelDeployment})
 	}
 	routes = append(routes, s.fleetRoutes()...)
+	routes = append(routes, s.decisionRoutes()...)
 	return routes
 }
