@@ -22,7 +22,7 @@ const (
 	// DefaultResultFlushes is how many batches may be in flight at once. A result that
 	// arrives while they all are waits for the next batch; one that arrives when a flush
 	// is free goes at once, alone if need be, so batching adds no wait when idle.
-	DefaultResultFlushes = 3
+	DefaultResultFlushes = 4
 	// resultFlushTimeout bounds one batch's transaction. It does not follow any one
 	// caller's context: a caller giving up must not fail the others.
 	resultFlushTimeout = 30 * time.Second

@@ -21,3 +21,9 @@ func (r *resultBatch) batcher(db *pgxpool.Pool) *schema.ResultBatcher {
 	r.once.Do(func() { r.b = &schema.ResultBatcher{DB: db} })
 	return r.b
 }
+
+// ResultBatches returns how many batches the service's StoreCommandResult calls were
+// stored in and how many results those held: results/batches is the mean batch size.
+func (s *MandibleService) ResultBatches() (batches, results int64) {
+	return s.results.batcher(s.DB).Stats()
+}

@@ -7,6 +7,8 @@
 -- event and, for a failure, its analysis request. The rows returned are the results
 -- stored; a result without a row stored nothing (stale epoch, command not running).
 -- A started_at or finished_at of 0001-01-01 00:00:00+00 (Go's zero time) is unknown.
+-- The id = ANY(...) lets even a generic plan find the rows by primary key instead of
+-- joining the whole table to the input.
 WITH input AS (
     SELECT unnest(@command_ids::uuid[]) AS command_id, unnest(@lease_epochs::bigint[]) AS lease_epoch,
            unnest(@statuses::text[]) AS status, unnest(@exit_codes::bigint[]) AS exit_code,
@@ -23,7 +25,8 @@ WITH input AS (
         finished_at = NULLIF(u.finished_at, '0001-01-01 00:00:00+00'::timestamptz),
         output_raw = u.output_raw, result_instance_id = u.instance_id
     FROM input u, targets t
-    WHERE c.id = u.command_id AND c.lease_epoch = u.lease_epoch AND c.status = 'running' AND t.id = c.target_id
+    WHERE c.id = ANY(@command_ids::uuid[]) AND c.id = u.command_id AND c.lease_epoch = u.lease_epoch
+      AND c.status = 'running' AND t.id = c.target_id
     RETURNING c.id, c.deployment_id, c.step_position, t.name
 ), event AS (
     INSERT INTO deployment_events (deployment_id, type, data)

@@ -30,7 +30,8 @@ WITH input AS (
         finished_at = NULLIF(u.finished_at, '0001-01-01 00:00:00+00'::timestamptz),
         output_raw = u.output_raw, result_instance_id = u.instance_id
     FROM input u, targets t
-    WHERE c.id = u.command_id AND c.lease_epoch = u.lease_epoch AND c.status = 'running' AND t.id = c.target_id
+    WHERE c.id = ANY($1::uuid[]) AND c.id = u.command_id AND c.lease_epoch = u.lease_epoch
+      AND c.status = 'running' AND t.id = c.target_id
     RETURNING c.id, c.deployment_id, c.step_position, t.name
 ), event AS (
     INSERT INTO deployment_events (deployment_id, type, data)
@@ -82,6 +83,8 @@ type StoreCommandResultsRow struct {
 // event and, for a failure, its analysis request. The rows returned are the results
 // stored; a result without a row stored nothing (stale epoch, command not running).
 // A started_at or finished_at of 0001-01-01 00:00:00+00 (Go's zero time) is unknown.
+// The id = ANY(...) lets even a generic plan find the rows by primary key instead of
+// joining the whole table to the input.
 func (q *Queries) StoreCommandResults(ctx context.Context, db DBTX, arg StoreCommandResultsParams) ([]StoreCommandResultsRow, error) {
 	rows, err := db.Query(ctx, storeCommandResults,
 		arg.CommandIds,
