@@ -18,6 +18,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/faultenv"
 	"github.com/mantis-deploy/mantis/internal/soak"
 	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/schema"
 )
 
 // Environment of the soak; `make soak` sets them.
@@ -76,6 +77,11 @@ func TestSoak(t *testing.T) {
 	c := faultenv.StartCluster(t, servers, faultenv.Options{
 		Replicas: 2, Thoraxes: 2, PollAgents: 6, ListenAgents: 4, Metrics: true,
 	})
+	// The soak holds a rate of dispatch requests over few targets: it measures the
+	// dispatch path, not the per-target concurrency default (one running command).
+	_, err = schema.SetLimit(c.Ctx, c.Pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+		MaxRunning: schema.MaxLimitRunning}, "soak")
+	require.NoError(t, err)
 	machine := machine()
 	cpuGroups := cpuGroups(c, servers)
 
