@@ -37,6 +37,11 @@ const (
 func measureSize(t *testing.T, servers *faultenv.Servers, n int, set settings) (scale.Size, []string, []string) {
 	c, targets := faultenv.StartFleet(t, servers, faultenv.Options{Replicas: n, Thoraxes: thoraxes, PollAgents: set.agents, Metrics: true}, assignTimeout)
 	require.NotEmpty(t, targets, "no agent's target was assigned within %s", assignTimeout)
+	// The scale run measures the dispatch path with several requests per target, not
+	// the per-target concurrency default (one running command).
+	_, err := schema.SetLimit(c.Ctx, c.Pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+		MaxRunning: schema.MaxLimitRunning}, "scale")
+	require.NoError(t, err)
 	size := scale.Size{Replicas: n, Thoraxes: thoraxes, Agents: len(targets), Requests: set.requests}
 	var notes []string
 	if len(targets) < set.agents {
