@@ -15,14 +15,17 @@ import (
 
 func newDeployCommand(f *clientFlags) *cobra.Command {
 	var (
-		file  string
-		watch bool
-		wait  time.Duration
+		file           string
+		watch          bool
+		wait           time.Duration
+		plan           bool
+		overrideFreeze bool
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy -f SPEC",
 		Short: "Submit a deployment spec (YAML or JSON; - reads stdin)",
 		Example: `  mantisctl deploy -f release.yaml --watch
+  mantisctl deploy -f release.yaml --plan
   cat release.json | mantisctl deploy -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,7 +46,14 @@ func newDeployCommand(f *clientFlags) *cobra.Command {
 			if _, err := spec.Parse(body); err != nil {
 				return invalidInput(err)
 			}
-			created, err := c.CreateDeployment(cmd.Context(), body)
+			if plan {
+				return planDeployment(cmd, f, c, body)
+			}
+			create := c.CreateDeployment
+			if overrideFreeze {
+				create = c.CreateDeploymentOverridingFreeze
+			}
+			created, err := create(cmd.Context(), body)
 			if err != nil {
 				return err
 			}
@@ -54,6 +64,9 @@ func newDeployCommand(f *clientFlags) *cobra.Command {
 	_ = cmd.MarkFlagRequired("file")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "follow the deployment until it ends (exit codes as watch's)")
 	cmd.Flags().DurationVar(&wait, "watch-timeout", 0, "with --watch: give up waiting after this long and exit 6 (0: no limit)")
+	cmd.Flags().BoolVar(&plan, "plan", false, "show the targets of each batch, offline targets, freezes and limits; create nothing")
+	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "deploy despite active freezes (admin token; recorded)")
+	cmd.MarkFlagsMutuallyExclusive("plan", "watch")
 	return cmd
 }
 
