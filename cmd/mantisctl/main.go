@@ -91,7 +91,6 @@ func newCLI() *cli {
 		newListCommand(f), newCancelCommand(f), newDLQCommand(f), newTokenCommand(),
 		newConfigCommand(f), newVersionCommand(f), newLimitsCommand(f))
 	root.AddCommand(newFleetCommands(f)...)
-	root.AddCommand(newFleetCommands(f)...)
 	root.AddCommand(newDecisionCommands(f)...)
 	c.root = root
 	return c
