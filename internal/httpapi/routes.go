@@ -160,6 +160,7 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 		{"POST /api/v1/dlq/purge", apitoken.ScopeAdmin, s.purgeDLQ(dlq)},
 		{"GET /api/v1/deployments", apitoken.ScopeRead, s.listDeployments},
 		{"GET /api/v1/deployments/{id}", apitoken.ScopeRead, s.getDeployment},
+		{"GET /api/v1/deployments/{id}/output", apitoken.ScopeRead, s.getDeploymentOutput},
 	}
 	if s.temporal != nil {
 		routes = append(routes,
