@@ -90,6 +90,7 @@ func newCLI() *cli {
 		newDeployCommand(f), newWatchCommand(f), newRunCommand(f), newGetCommand(f),
 		newListCommand(f), newCancelCommand(f), newDLQCommand(f), newTokenCommand(),
 		newConfigCommand(f), newVersionCommand(f), newLimitsCommand(f))
+	root.AddCommand(newLogsCommand(f))
 	root.AddCommand(newFleetCommands(f)...)
 	root.AddCommand(newDecisionCommands(f)...)
 	c.root = root
