@@ -62,6 +62,8 @@ type watch struct {
 	steps     []*stepProgress
 	lastLines map[int]string
 	drawn     int
+	// lines prints live output when it is followed; nil otherwise.
+	lines *outputLines
 }
 
 func newWatch(out io.Writer, d api.Deployment, format outputFormat) *watch {

@@ -43,10 +43,13 @@ type watchOptions struct {
 	format outputFormat
 	// timeout bounds the wait for the deployment to end; zero waits as long as it takes.
 	timeout time.Duration
+	// output prints the targets' live output between the progress lines.
+	output bool
 }
 
 func newWatchCommand(f *clientFlags) *cobra.Command {
 	var timeout time.Duration
+	var output bool
 	cmd := &cobra.Command{
 		Use:   "watch ID",
 		Short: "Follow a deployment live: one line per step with its progress; exits 0 only on success",
@@ -54,7 +57,8 @@ func newWatchCommand(f *clientFlags) *cobra.Command {
 deployment succeeded, 1 when it failed, 3 when it was cancelled and 6 when --timeout
 passed first. -o json and -o yaml print the deployment as it ended; -o jsonl prints
 each event as it arrives, one JSON object per line, then a line of type "summary"
-whose data is the deployment as it ended.`,
+whose data is the deployment as it ended. --follow-output prints the targets' output as
+it is written, each line prefixed with its target's name, between the progress lines.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeDeploymentIDs(f),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,10 +66,11 @@ whose data is the deployment as it ended.`,
 			if err != nil {
 				return err
 			}
-			return watchDeployment(cmd.Context(), cmd.OutOrStdout(), c, args[0], watchOptions{format: f.format, timeout: timeout})
+			return watchDeployment(cmd.Context(), cmd.OutOrStdout(), c, args[0], watchOptions{format: f.format, timeout: timeout, output: output})
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up waiting after this long and exit 6 (0: no limit)")
+	cmd.Flags().BoolVar(&output, "follow-output", false, "print the targets' output as it is written, prefixed with their names")
 	return cmd
 }
 
@@ -78,19 +83,24 @@ func watchDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.timeout, errWatchTimedOut)
 		defer cancel()
 	}
-	err := followDeployment(ctx, out, c, id, opts.format)
+	err := followDeployment(ctx, out, c, id, opts)
 	if err != nil && errors.Is(context.Cause(ctx), errWatchTimedOut) {
 		return fmt.Errorf("watching deployment %s for %s: %w", id, opts.timeout, errWatchTimedOut)
 	}
 	return err
 }
 
-func followDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id string, format outputFormat) error {
+func followDeployment(ctx context.Context, out io.Writer, c *apiclient.Client, id string, opts watchOptions) error {
+	format := opts.format
 	d, links, err := c.Deployment(ctx, id)
 	if err != nil {
 		return err
 	}
 	w := newWatch(out, d, format)
+	if opts.output {
+		w.followOutput()
+		defer w.lines.flush()
+	}
 	if format == outputText {
 		fmt.Fprintf(out, "deployment %s (%s)\n", d.Name, d.ID)
 		if u := links[api.LinkTemporal]; u != "" {
@@ -149,6 +159,10 @@ func (w *watch) follow(ctx context.Context, c *apiclient.Client, id string) (str
 			if writeErr = json.NewEncoder(w.out).Encode(eventLine{ID: ev.ID, Type: string(ev.Type), Data: ev.Data}); writeErr != nil {
 				return false
 			}
+		}
+		if side, err := w.handleSide(ctx, c, id, ev); side {
+			writeErr = err
+			return err == nil
 		}
 		if status, ended := w.apply(ev); ended {
 			final = status
