@@ -32,6 +32,9 @@ func TestDispatcherDeliversTheRowsOfAClaimWhoseResultWasLost(t *testing.T) {
 		INSERT INTO thorax_instances (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 'thorax-1');
 		INSERT INTO targets (name, mode, assigned_instance_id) VALUES ('web-1', 'poll', '00000000-0000-4000-8000-000000000001')`)
 	require.NoError(t, err)
+	// Three requests on one target at once: raise the per-target concurrency default.
+	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 10}, "test")
+	require.NoError(t, err)
 	reqs := make([]schema.NewDispatchRequest, 3)
 	for i := range reqs {
 		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: string(rune('a' + i)), Target: "web-1", Command: "true", Priority: "normal"}
