@@ -73,6 +73,19 @@ BENCH ?= .
 bench: build ## Run the benchmarks against real servers (BENCH=regexp selects).
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -benchmem -timeout 60m ./...
 
+.PHONY: bench-check
+# A short run of the benchmarks bench/floors.toml names (MANTIS_BENCH_SHORT=1: fewer
+# calls, the same comparisons), then tools/benchcheck fails when a ratio to its
+# same-run baseline is below its committed floor. Ratios only, never absolute times.
+BENCH_CHECK        ?= BenchmarkExecStoreCommandResult
+BENCH_CHECK_OUTPUT ?= $(STACK_DIR)/bench-check.txt
+bench-check: build ## Run the short benchmarks and fail when a ratio falls below bench/floors.toml.
+	@mkdir -p $(STACK_DIR)
+	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench-check -- env MANTIS_BENCH_SHORT=1 \
+		$(GO) test -run '^$$' -bench '$(BENCH_CHECK)' -benchtime 1x -timeout 20m ./internal/e2e/ > $(BENCH_CHECK_OUTPUT); \
+		status=$$?; cat $(BENCH_CHECK_OUTPUT); test $$status -eq 0
+	$(GO) run ./tools/benchcheck -floors bench/floors.toml $(BENCH_CHECK_OUTPUT)
+
 .PHONY: chaos
 # Every fault scenario against servers of its own (about 40 minutes on 2 cores); the
 # table of results is printed at the end. `make test` runs the fast subset.

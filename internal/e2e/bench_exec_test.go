@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -42,10 +43,8 @@ const (
 	// comparison.
 	storeCallers     = 16
 	storeCallersMany = 256
-	// storeCalls and echoCalls are the calls of each timed round; storeRounds rounds
-	// alternate the services so that neither gets the quieter half of the run.
-	storeCalls  = 2000
-	echoCalls   = 10000
+	// storeRounds rounds alternate the services so that neither gets the quieter half
+	// of the run; storeSizes gives the calls of each timed round.
 	storeRounds = 2
 	// storeOutputBytes is the output each stored result carries.
 	storeOutputBytes = 512
@@ -108,6 +107,19 @@ func (r *storeRun) add(o storeRun) {
 	r.store.add(o.store)
 	r.echo.add(o.echo)
 	r.bareSQL.add(o.bareSQL)
+}
+
+// benchShortVar, set to 1 (`make bench-check`), makes the benchmarks that read it run
+// a shorter version of their scenario: fewer calls, the same ratios.
+const benchShortVar = "MANTIS_BENCH_SHORT"
+
+// storeSizes returns the calls of each timed round of the store comparison: the store
+// and bare services', and the echo service's.
+func storeSizes() (storeCalls, echoCalls int) {
+	if os.Getenv(benchShortVar) == "1" {
+		return 600, 3000
+	}
+	return 2000, 10000
 }
 
 // rate is calls over the time they took, with the CPU the database's sessions of the
@@ -210,6 +222,7 @@ func runStoreComparison(t *testing.T, callers int) storeRun {
 	mandible := mantisv1.NewMandibleServiceClient(mandibleConn)
 
 	const warmUp = 200
+	storeCalls, echoCalls := storeSizes()
 	held := holdCommands(t, pool, mandible, storeRounds*storeCalls*2+2*warmUp)
 	// Every stored result is of a command of its own.
 	var taken atomic.Int64
