@@ -169,7 +169,7 @@ func DeleteLimit(ctx context.Context, db TxBeginner, name string) error {
 
 // limitOf converts a stored limit to the API's type.
 func limitOf(r dbsqlc.ConcurrencyLimit) Limit {
-	l := Limit{Name: r.Name, Scope: r.Scope, MaxRunning: int(r.MaxRunning), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	l := Limit{Name: r.Name, Scope: r.Scope, MaxRunning: int(r.MaxRunning), CreatedBy: r.CreatedBy, CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt}
 	if r.Label != nil {
 		l.Label = *r.Label
 	}

@@ -20,14 +20,16 @@ const DefaultTargetLimit = "target-default"
 // Limit is a concurrency limit, the body of POST /api/v1/limits and an entry of
 // GET /api/v1/limits. Its name is what a held dispatch request's held_by shows.
 type Limit struct {
-	Name       string    `json:"name"`
-	Scope      string    `json:"scope"`
-	Label      string    `json:"label,omitempty"`
-	Value      string    `json:"value,omitempty"`
-	MaxRunning int       `json:"max_running"`
-	CreatedBy  string    `json:"created_by,omitempty"`
-	CreatedAt  time.Time `json:"created_at,omitzero"`
-	UpdatedAt  time.Time `json:"updated_at,omitzero"`
+	Name       string `json:"name"`
+	Scope      string `json:"scope"`
+	Label      string `json:"label,omitempty"`
+	Value      string `json:"value,omitempty"`
+	MaxRunning int    `json:"max_running"`
+	// CreatedBy, CreatedAt and UpdatedAt are Mandible's record of the last write;
+	// a body that sets them has them ignored.
+	CreatedBy string     `json:"created_by,omitempty"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
 // LimitList is the answer to GET /api/v1/limits, by name.
