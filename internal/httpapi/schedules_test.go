@@ -45,10 +45,11 @@ func TestScheduleFiresDeploymentWorkflow(t *testing.T) {
 	require.NoError(t, err)
 	run := desc.Info.RecentActions[0].StartWorkflowResult
 	require.True(t, strings.HasPrefix(run.WorkflowID, httpapi.ScheduledWorkflowPrefix+"nightly"), run.WorkflowID)
-	wf, err := b.temporal.DescribeWorkflowExecution(context.Background(), run.WorkflowID, run.FirstExecutionRunID)
+	wf, err := b.temporal.DescribeWorkflow(context.Background(), run.WorkflowID, run.FirstExecutionRunID)
 	require.NoError(t, err)
-	require.Equal(t, workflows.DeploymentWorkflowType, wf.WorkflowExecutionInfo.Type.Name)
-	require.Equal(t, b.tsrv.TaskQueue, wf.WorkflowExecutionInfo.TaskQueue)
+	info := wf.RawResponse.GetWorkflowExecutionInfo()
+	require.Equal(t, workflows.DeploymentWorkflowType, info.GetType().GetName())
+	require.Equal(t, b.tsrv.TaskQueue, info.GetTaskQueue())
 
 	require.Equal(t, http.StatusNoContent, b.call(t, "DELETE", "/api/v1/schedules/nightly", fleetAdmin, "", nil))
 	require.Equal(t, http.StatusNotFound, b.call(t, "DELETE", "/api/v1/schedules/nightly", fleetAdmin, "", nil))
