@@ -107,7 +107,9 @@ func (w *windowStandIn) RecordDecision(_ context.Context, in activities.RecordDe
 }
 
 // RetryStep stands in for activities.Activities.RetryStep.
-func (w *windowStandIn) RetryStep(context.Context, activities.RetryStepInput) (int, error) { return 1, nil }
+func (w *windowStandIn) RetryStep(context.Context, activities.RetryStepInput) (int, error) {
+	return 1, nil
+}
 
 // sendDecision sends a decision Update to the run, retrying while the deployment does
 // not wait for it yet.
