@@ -2,7 +2,9 @@
 // called with the session cookie; state-changing calls carry the session's CSRF token.
 "use strict";
 (() => {
-  const M = (window.__mantis = { events: 0, byType: {}, rendered: false, paintMs: null });
+  // __mantis keeps counters a test reads: events received (in all and by type, with the
+  // time of each type's first and last) and when the deployment grid was rendered.
+  const M = (window.__mantis = { events: 0, byType: {}, firstAt: {}, lastAt: {}, rendered: false, paintMs: null });
   const page = document.body.dataset.page;
   const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || "";
   const UI = "/ui";
@@ -20,6 +22,7 @@
     for (const c of children) if (c !== null && c !== undefined) e.append(c);
     return e;
   }
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
   const statusEl = (s) => el("span", { class: "status s-" + s, text: s });
   const when = (t) => (t ? new Date(t).toLocaleString() : "—");
   function announce(msg) { const a = $("announce"); if (a) a.textContent = msg; }
@@ -63,6 +66,9 @@
     for (const t of EVENT_TYPES) {
       es.addEventListener(t, (ev) => {
         M.events++;
+        const now = performance.now();
+        M.firstAt[t] = M.firstAt[t] || now;
+        M.lastAt[t] = now;
         M.byType[t] = (M.byType[t] || 0) + 1;
         let data = {};
         try { data = JSON.parse(ev.data); } catch (_) { /* a malformed event is counted, not shown */ }
@@ -153,10 +159,19 @@
     const outputPane = $("output"), outputSelect = $("output-target");
     let outputBytes = 0;
 
+    // Output is written to the pane once per frame, however many chunks arrived, so a
+    // burst of events costs one layout instead of one each.
+    let pending = [];
     function appendOutput(target, step, text) {
       const want = outputSelect.value;
       if (want && want !== target) return;
-      outputPane.append((want ? "" : "[" + target + " step " + step + "] ") + text);
+      if (!pending.length) requestAnimationFrame(flushOutput);
+      pending.push((want ? "" : "[" + target + " step " + step + "] ") + text);
+    }
+    function flushOutput() {
+      const text = pending.join("");
+      pending = [];
+      outputPane.append(text);
       outputBytes += text.length;
       if (outputBytes > 400000) { outputPane.textContent = outputPane.textContent.slice(-200000); outputBytes = 200000; }
       outputPane.scrollTop = outputPane.scrollHeight;
@@ -191,21 +206,25 @@
       }
       document.querySelector("#grid thead").replaceChildren(head);
       cells.clear();
-      const byStep = new Map(steps.map((s) => [s.position, new Map((s.targets || []).map((t) => [t.target, t]))]));
-      const rows = targetsOf(d).map((name) => {
-        const tr = el("tr", {}, el("th", { scope: "row", text: name }));
-        for (const s of steps) {
-          const r = byStep.get(s.position).get(name);
-          const td = el("td", {});
-          td.append(statusEl(r ? r.status : "—"));
-          if (r && r.exit_code !== undefined && r.exit_code !== null) td.append(" exit " + r.exit_code);
-          cells.set(s.position + "|" + name, td);
-          tr.append(td);
-        }
-        return tr;
-      });
-      document.querySelector("#grid tbody").replaceChildren(...rows);
+      // The rows are written as one string: for hundreds of targets one parse is much
+      // cheaper than an element at a time.
+      const byStep = steps.map((s) => new Map((s.targets || []).map((t) => [t.target, t])));
       const names = targetsOf(d);
+      const html = names.map((name) => {
+        let row = "<tr><th scope=\"row\">" + esc(name) + "</th>";
+        steps.forEach((s, i) => {
+          const r = byStep[i].get(name);
+          const st = r ? r.status : "—";
+          const exit = r && r.exit_code !== undefined && r.exit_code !== null ? " exit " + esc(r.exit_code) : "";
+          row += "<td data-cell=\"" + s.position + "\"><span class=\"status s-" + esc(st) + "\">" + esc(st) + "</span>" + exit + "</td>";
+        });
+        return row + "</tr>";
+      });
+      const tbody = document.querySelector("#grid tbody");
+      tbody.innerHTML = html.join("");
+      tbody.querySelectorAll("tr").forEach((tr, i) => {
+        for (const td of tr.querySelectorAll("td")) cells.set(td.dataset.cell + "|" + names[i], td);
+      });
       if (outputSelect.options.length !== names.length + 1) {
         outputSelect.replaceChildren(el("option", { value: "", text: "every target" }),
           ...names.map((n) => el("option", { value: n, text: n })));
@@ -235,6 +254,7 @@
           (waiting.approvers && waiting.approvers.length ? "; approvers: " + waiting.approvers.join(", ") : "") +
           (waiting.since ? " since " + when(waiting.since) : "")
         : (["pending", "running"].includes(d.status) ? "Nothing waits for a decision." : "The deployment has ended.");
+      $("comment").closest(".field").hidden = names.length === 0;
       for (const n of names) {
         box.append(el("button", { type: "button", "data-decision": n, onclick: () => decide(n) }, n[0].toUpperCase() + n.slice(1)));
       }
@@ -253,13 +273,15 @@
           el("p", { text: "Exit " + (t.exit_code ?? "none") + (t.error ? ": " + t.error : "") }),
           a.summary ? el("p", {}, el("strong", { text: (a.category || "analysis") + ": " }), a.summary) : el("p", { text: "Analysis: " + (a.status || "pending") }),
           a.suggestion ? el("p", { text: "Suggestion: " + a.suggestion }) : null,
-          t.output_tail ? el("pre", { class: "output", tabindex: "0", "aria-label": "Output tail of " + t.target, text: t.output_tail }) : null));
+          t.output_tail ? el("pre", { class: "output", tabindex: "0", role: "region", "aria-label": "Output tail of " + t.target + ", step " + s.position, text: t.output_tail }) : null));
       }
       $("analysis").replaceChildren(...(blocks.length ? blocks : [el("p", { text: "No failures." })]));
     }
 
     async function load() {
+      const asked = performance.now();
       const r = await call("GET", "/api/v1/deployments/" + id);
+      const answered = performance.now();
       if (!r.ok) { $("summary").replaceChildren(el("dt", { text: "Problem" }), el("dd", { text: problemText(r) })); return; }
       view = r.body.deployment;
       renderSummary(r.body);
@@ -271,6 +293,9 @@
         M.rendered = true;
         performance.mark("mantis-grid-rendered");
         M.paintMs = performance.now();
+        M.fetchStart = asked;
+        M.fetchMs = answered - asked;
+        M.renderMs = M.paintMs - answered;
         M.cells = cells.size;
       }
     }
