@@ -125,3 +125,37 @@ func TestWebhookDeliveredAfterReceiverIsBack(t *testing.T) {
 		t.Fatal("the delivery never arrived after the receiver came back")
 	}
 }
+
+// The plan of a spec names the targets each step then runs on. (The plan's batches
+// follow the spec's rollout; while the Deployment workflow runs every target of a
+// step in one window, the run is compared to the plan's single batch per step.)
+func TestPlanMatchesRun(t *testing.T) {
+	f := setupDispatchFixture(t, 3)
+	r := startReplica(t, replicaOptions{ID: uniqueName("plan"), DatabaseURL: f.url, Temporal: f.temporal, PollInterval: "1s"})
+	fakeExecutor(t, f, f.targets)
+	deploySpec := fmt.Sprintf(`{"name":"planned","targets":["%s","%s","%s"],"steps":[{"name":"a","command":"echo a"},{"name":"b","command":"echo b"}]}`,
+		f.targets[2], f.targets[0], f.targets[1])
+	code, plan := api(t, r, http.MethodPost, "/api/v1/deployments?dry_run=true", deploySpec)
+	require.Equal(t, http.StatusOK, code, plan)
+	require.Zero(t, f.count(t, `SELECT count(*) FROM deployments`), "the plan created nothing")
+
+	code, body := api(t, r, http.MethodPost, "/api/v1/deployments", deploySpec)
+	require.Equal(t, http.StatusAccepted, code, body)
+	d := waitDeployment(t, r, body["id"].(string), "succeeded")
+	planSteps := plan["steps"].([]any)
+	runSteps := d["steps"].([]any)
+	require.Len(t, runSteps, len(planSteps))
+	for i, ps := range planSteps {
+		batches := ps.(map[string]any)["batches"].([]any)
+		require.Len(t, batches, 1, "one batch without a rollout")
+		var planned, ran []string
+		for _, name := range batches[0].([]any) {
+			planned = append(planned, name.(string))
+		}
+		for _, tr := range runSteps[i].(map[string]any)["targets"].([]any) {
+			ran = append(ran, tr.(map[string]any)["target"].(string))
+		}
+		require.ElementsMatch(t, planned, ran, "step %d", i)
+		require.Equal(t, f.targets, planned, "batches list targets in name order")
+	}
+}
