@@ -20,6 +20,7 @@ func printSummary(stack *devstack.Stack, envPath string, targets []api.Target) {
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "\nMantis local stack is up.")
 	fmt.Fprintf(w, "  Mandible API\thttp://%s  (token: %s)\n", devHTTPAddr, "$MANTIS_API_TOKEN")
+	fmt.Fprintf(w, "  Console\thttp://%s/ui/  (sign in with $MANTIS_API_TOKEN)\n", devHTTPAddr)
 	fmt.Fprintf(w, "  Mandible gRPC\t%s  (mTLS, CA %s)\n", devGRPCAddr, e["MANTIS_CA_CERT"])
 	fmt.Fprintf(w, "  Thorax\t%s, agents port %s  (mTLS)\n", devThoraxName, devThoraxAgentsAddr)
 	for _, t := range targets {
