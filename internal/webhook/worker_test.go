@@ -60,7 +60,7 @@ func run(t *testing.T, w *webhook.Worker) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func addWebhook(t *testing.T, pool *pgxpool.Pool, url string, types ...string) api.Webhook {
+func addWebhook(t testing.TB, pool *pgxpool.Pool, url string, types ...string) api.Webhook {
 	t.Helper()
 	wh, err := schema.CreateWebhook(context.Background(), pool, schema.NewWebhook{URL: url, EventTypes: types, Secret: secret, CreatedBy: "ops"})
 	require.NoError(t, err)
