@@ -84,5 +84,5 @@ func TestTypeNames(t *testing.T) {
 		require.False(t, seen[typ], "duplicate %s", typ)
 		seen[typ] = true
 	}
-	require.Len(t, All, 16)
+	require.Len(t, All, 17)
 }
