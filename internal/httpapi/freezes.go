@@ -15,10 +15,6 @@ import (
 	"github.com/mantis-deploy/mantis/schema"
 )
 
-// CodeFrozen is the code of the 409 that refuses a deployment an active freeze
-// covers (api.CodeFrozen).
-const CodeFrozen = api.CodeFrozen
-
 func (s *server) createFreeze(w http.ResponseWriter, r *http.Request) {
 	var body api.NewFreeze
 	if !decodeJSON(w, r, s.maxBody, &body) {
@@ -114,7 +110,7 @@ func writeFrozen(w http.ResponseWriter, r *http.Request, blocking []api.Blocking
 		names[i] = fmt.Sprintf("%q (%s; %d targets, e.g. %s)", f.Name, f.Reason, f.Targets, f.FirstTarget)
 		fields[i] = api.FieldProblem{Field: "freezes." + f.Name, Problem: f.Reason}
 	}
-	api.WriteError(w, r, http.StatusConflict, CodeFrozen,
+	api.WriteError(w, r, http.StatusConflict, api.CodeFrozen,
 		fmt.Sprintf("deployment refused by active freeze %s; an admin token may pass %s=true", strings.Join(names, ", "), api.QueryOverrideFreeze),
 		fields...)
 }
