@@ -2,9 +2,7 @@ package schema
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 
@@ -15,28 +13,29 @@ import (
 )
 
 // How the claim keeps to the concurrency limits (see ARCHITECTURE.md, "Concurrency
-// limits"). Every claim runs in one READ COMMITTED transaction, in rounds:
+// limits"). Every claim runs in one READ COMMITTED transaction, in rounds of two
+// statements each:
 //
-//  1. load candidates (FOR UPDATE SKIP LOCKED), leaving out rows whose target or
-//     label limit is already reached;
-//  2. take a transaction-scoped advisory lock per limit key the candidates touch
-//     (a stripe of target ids, and each label limit by name);
-//  3. count what runs under each key in a new statement, so with a snapshot taken
-//     after the lock: every claim that counted under a key before us has committed;
-//  4. admit candidates in claim order while every limit they fall under has room
-//     (admit), and claim those.
+//  1. ClaimCandidates loads candidates (FOR UPDATE SKIP LOCKED), leaving out rows whose
+//     target or label limit is already reached, and in the same statement takes a
+//     transaction-scoped advisory lock per limit key the candidates touch (a stripe of
+//     target ids, and each label limit by name), in ascending order;
+//  2. a second statement, so with a snapshot taken after the locks (every claim that
+//     counted under a key before us has committed), counts what runs under each key
+//     and claims the candidates in claim order while every limit they fall under has
+//     room. When no candidate falls under a label limit, counting, admitting and
+//     claiming are that one statement (ClaimWithinTargetRoom); otherwise the counts
+//     come back (LimitsRunning), admit decides, and ClaimRequests claims.
 //
 // The first round waits for its locks, taken in ascending order, so two claims never
-// wait on each other in a cycle; later rounds only take the locks that are free.
-const (
-	// maxClaimRounds bounds the rounds of one claim. A round ends early once nothing
-	// was held back by a limit filling up during the claim itself.
-	maxClaimRounds = 4
-	// targetLockStripes is how many advisory locks the targets share: a claim takes at
-	// most this many target locks whatever its batch, and two targets of one stripe
-	// only wait on each other.
-	targetLockStripes = 256
-)
+// wait on each other in a cycle; later rounds only take the locks that are free. The
+// targets share 256 advisory locks (ClaimCandidates keys a target by the last byte of
+// its id): a claim takes at most 256 target locks whatever its batch, and two targets
+// of one stripe only wait on each other.
+
+// maxClaimRounds bounds the rounds of one claim. A round ends early once nothing was
+// held back by a limit filling up during the claim itself.
+const maxClaimRounds = 4
 
 // claimCandidate is a pending request the claim may take, with the limits it falls
 // under.
@@ -101,20 +100,17 @@ func claimWithinLimits(ctx context.Context, tx pgx.Tx, replica, key string, limi
 	var res ClaimResult
 	full := fullLimits{targets: map[uuid.UUID]bool{}, labels: map[string]bool{}}
 	for round := 0; round < maxClaimRounds && len(res.Claimed) < limit; round++ {
-		cands, err := loadCandidates(ctx, tx, limit-len(res.Claimed), full)
+		cands, err := loadCandidates(ctx, tx, limit-len(res.Claimed), full, round == 0)
 		if err != nil || len(cands) == 0 {
 			return res, err
 		}
-		if cands, err = lockLimitKeys(ctx, tx, cands, round == 0); err != nil {
-			return res, err
-		}
-		room, err := countRunning(ctx, tx, cands)
-		if err != nil {
-			return res, err
-		}
 		heldBefore := len(full.targets) + len(full.labels)
-		ids := admit(cands, room, limit-len(res.Claimed), full)
-		if err := claimAdmitted(ctx, tx, replica, key, ids, &res); err != nil {
+		if slices.ContainsFunc(cands, func(c claimCandidate) bool { return len(c.labelLimits) > 0 }) {
+			err = claimUnderLabelLimits(ctx, tx, replica, key, cands, limit-len(res.Claimed), full, &res)
+		} else {
+			err = claimWithinTargetRoom(ctx, tx, replica, key, cands, full, &res)
+		}
+		if err != nil {
 			return res, err
 		}
 		if len(full.targets)+len(full.labels) == heldBefore {
@@ -124,65 +120,67 @@ func claimWithinLimits(ctx context.Context, tx pgx.Tx, replica, key string, limi
 	return res, nil
 }
 
-// loadCandidates locks up to n candidates outside the limits found full.
-func loadCandidates(ctx context.Context, tx pgx.Tx, n int, full fullLimits) ([]claimCandidate, error) {
-	skipTargets := make([]uuid.UUID, 0, len(full.targets))
-	for t := range full.targets {
-		skipTargets = append(skipTargets, t)
-	}
-	skipLimits := make([]string, 0, len(full.labels))
-	for l := range full.labels {
-		skipLimits = append(skipLimits, l)
-	}
-	rows, err := queries.ClaimCandidates(ctx, tx, dbsqlc.ClaimCandidatesParams{MaxRows: int32(n), SkipTargets: skipTargets, SkipLimits: skipLimits})
+// loadCandidates locks up to n candidates outside the limits found full, and the
+// advisory locks of their limit keys: waiting for them when wait is set, and
+// otherwise only those free now, in which case the candidates whose keys are not all
+// held are dropped.
+func loadCandidates(ctx context.Context, tx pgx.Tx, n int, full fullLimits, wait bool) ([]claimCandidate, error) {
+	// Empty rather than nil: a nil slice is sent as NULL, and "<> ALL(NULL)" holds for no row.
+	skipTargets := append([]uuid.UUID{}, slices.Collect(maps.Keys(full.targets))...)
+	skipLimits := append([]string{}, slices.Collect(maps.Keys(full.labels))...)
+	rows, err := queries.ClaimCandidates(ctx, tx, dbsqlc.ClaimCandidatesParams{MaxRows: int32(n), Wait: wait,
+		SkipTargets: skipTargets, SkipLimits: skipLimits})
 	if err != nil {
 		return nil, fmt.Errorf("loading dispatch requests to claim: %w", err)
 	}
-	out := make([]claimCandidate, len(rows))
-	for i, r := range rows {
+	out := make([]claimCandidate, 0, len(rows))
+	for _, r := range rows {
+		if !r.Held {
+			continue
+		}
 		c := claimCandidate{id: r.ID, target: r.TargetID, targetLimit: r.TargetLimit, targetMax: int(r.TargetMax), labelLimits: r.LabelLimits}
 		if c.targetLimit == "" { // the default's row is gone: the built-in default holds
 			c.targetLimit, c.targetMax = DefaultTargetLimit, defaultTargetMaxRun
 		}
-		out[i] = c
+		out = append(out, c)
 	}
 	return out, nil
 }
 
-// lockLimitKeys takes the advisory locks of the candidates' limit keys: waiting for
-// them, in ascending order, when wait is set, and otherwise only those free now, in
-// which case the candidates whose keys are not all held are dropped.
-func lockLimitKeys(ctx context.Context, tx pgx.Tx, cands []claimCandidate, wait bool) ([]claimCandidate, error) {
-	keysOf := func(c claimCandidate) []int64 {
-		keys := []int64{targetLockKey(c.target)}
-		for _, l := range c.labelLimits {
-			keys = append(keys, labelLockKey(l))
-		}
-		return keys
-	}
-	var keys []int64
+// claimWithinTargetRoom counts, admits and claims in one statement candidates that
+// fall under no label limit, appending the rows won to res and recording in full the
+// targets that held a candidate back.
+func claimWithinTargetRoom(ctx context.Context, tx pgx.Tx, replica, key string, cands []claimCandidate, full fullLimits, res *ClaimResult) error {
+	p := dbsqlc.ClaimWithinTargetRoomParams{Replica: replica, ClaimKey: key}
 	for _, c := range cands {
-		keys = append(keys, keysOf(c)...)
+		p.Ids, p.TargetIds, p.Caps = append(p.Ids, c.id), append(p.TargetIds, c.target), append(p.Caps, int32(c.targetMax))
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
-	if wait {
-		if err := queries.LockLimitKeys(ctx, tx, keys); err != nil {
-			return nil, fmt.Errorf("locking %d concurrency limit keys: %w", len(keys), err)
-		}
-		return cands, nil
-	}
-	rows, err := queries.TryLockLimitKeys(ctx, tx, keys)
+	rows, err := queries.ClaimWithinTargetRoom(ctx, tx, p)
 	if err != nil {
-		return nil, fmt.Errorf("locking %d concurrency limit keys: %w", len(keys), err)
+		return fmt.Errorf("claiming %d dispatch requests: %w", len(cands), err)
 	}
-	held := map[int64]bool{}
-	for _, r := range rows {
-		held[r.Key] = r.Locked
+	for i, r := range rows { // in claim order, as given
+		switch {
+		case !r.Admitted:
+			full.targets[cands[i].target] = true
+		case !r.Claimed:
+			res.Lost++
+		default:
+			res.Claimed = append(res.Claimed, ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority,
+				Attempts: int(r.Attempts), CreatedAt: r.CreatedAt})
+		}
 	}
-	return slices.DeleteFunc(cands, func(c claimCandidate) bool {
-		return slices.ContainsFunc(keysOf(c), func(k int64) bool { return !held[k] })
-	}), nil
+	return nil
+}
+
+// claimUnderLabelLimits counts what runs under the candidates' limits, admits those
+// that fit (admit), and claims them.
+func claimUnderLabelLimits(ctx context.Context, tx pgx.Tx, replica, key string, cands []claimCandidate, room int, full fullLimits, res *ClaimResult) error {
+	running, err := countRunning(ctx, tx, cands)
+	if err != nil {
+		return err
+	}
+	return claimAdmitted(ctx, tx, replica, key, admit(cands, running, room, full), res)
 }
 
 // countRunning counts, after the locks, what runs under the candidates' limits.
@@ -196,26 +194,24 @@ func countRunning(ctx context.Context, tx pgx.Tx, cands []claimCandidate) (limit
 			labels[l] = true
 		}
 	}
-	var p dbsqlc.TargetsRunningParams
+	p := dbsqlc.LimitsRunningParams{Names: append([]string{}, slices.Collect(maps.Keys(labels))...)}
 	for t, c := range caps {
 		p.Ids, p.Caps = append(p.Ids, t), append(p.Caps, int32(c))
 	}
-	targets, err := queries.TargetsRunning(ctx, tx, p)
+	rows, err := queries.LimitsRunning(ctx, tx, p)
 	if err != nil {
-		return room, fmt.Errorf("counting commands running on %d targets: %w", len(p.Ids), err)
-	}
-	for _, r := range targets {
-		room.targetRunning[r.ID] = int(r.Running)
-	}
-	if len(labels) == 0 {
-		return room, nil
-	}
-	rows, err := queries.LabelLimitsRunning(ctx, tx, slices.Collect(maps.Keys(labels)))
-	if err != nil {
-		return room, fmt.Errorf("counting commands running under %d label limits: %w", len(labels), err)
+		return room, fmt.Errorf("counting commands running on %d targets and under %d label limits: %w", len(p.Ids), len(p.Names), err)
 	}
 	for _, r := range rows {
-		room.labelRunning[r.Name], room.labelMax[r.Name] = int(r.Running), int(r.MaxRunning)
+		if r.Scope == LimitScopeLabel {
+			room.labelRunning[r.Subject], room.labelMax[r.Subject] = int(r.Running), int(r.MaxRunning)
+			continue
+		}
+		id, err := uuid.Parse(r.Subject)
+		if err != nil {
+			return room, fmt.Errorf("reading the count of target %q: %w", r.Subject, err)
+		}
+		room.targetRunning[id] = int(r.Running)
 	}
 	for l := range labels {
 		if _, ok := room.labelMax[l]; !ok {
@@ -248,19 +244,4 @@ func claimAdmitted(ctx context.Context, tx pgx.Tx, replica, key string, ids []uu
 			Attempts: int(r.Attempts), CreatedAt: r.CreatedAt})
 	}
 	return nil
-}
-
-// targetLockKey is the advisory lock key of a target's stripe.
-func targetLockKey(target uuid.UUID) int64 {
-	return lockKey(fmt.Sprintf("mantis/limit/target/%d", binary.BigEndian.Uint64(target[8:])%targetLockStripes))
-}
-
-// labelLockKey is the advisory lock key of a label limit.
-func labelLockKey(name string) int64 { return lockKey("mantis/limit/label/" + name) }
-
-// lockKey hashes s into the advisory lock space.
-func lockKey(s string) int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(s))
-	return int64(h.Sum64())
 }

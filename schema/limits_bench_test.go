@@ -40,32 +40,8 @@ func BenchmarkClaimLimits(b *testing.B) {
 func drainWithLimits(b *testing.B, labelLimits bool) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
-	bd := setupDispatch(b)
-	var reqs []schema.NewDispatchRequest
-	for i := range benchLimitTargets {
-		name := fmt.Sprintf("host-%04d", i)
-		labels := fmt.Sprintf(`{"env":%q,"region":%q}`, []string{"prod", "staging", "dev"}[i%3], []string{"eu", "us"}[i%2])
-		bd.addLabelledTarget(b, name, labels)
-		for j := range benchLimitPerTarget {
-			reqs = append(reqs, req(fmt.Sprintf("%s-%d", name, j), name, "normal"))
-		}
-	}
-	for start := 0; start < len(reqs); start += 1000 {
-		bd.enqueue(b, reqs[start:start+1000]...)
-	}
+	bd := fillLimitsQueue(b, labelLimits)
 	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: benchLimitPerTarget}, "bench")
-	require.NoError(b, err)
-	if labelLimits {
-		for _, l := range []schema.Limit{
-			{Name: "prod", Label: "env", Value: "prod"}, {Name: "staging", Label: "env", Value: "staging"},
-			{Name: "eu", Label: "region", Value: "eu"}, {Name: "us", Label: "region", Value: "us"},
-		} {
-			l.Scope, l.MaxRunning = schema.LimitScopeLabel, schema.MaxLimitRunning
-			_, err := schema.SetLimit(bd.ctx, bd.pool, l, "bench")
-			require.NoError(b, err)
-		}
-	}
-	_, err = bd.pool.Exec(bd.ctx, `VACUUM ANALYZE pending_dispatch_requests`)
 	require.NoError(b, err)
 	var claiming time.Duration
 	claimed := 0
@@ -83,4 +59,35 @@ func drainWithLimits(b *testing.B, labelLimits bool) time.Duration {
 	}
 	require.Equal(b, benchLimitTargets*benchLimitPerTarget, claimed)
 	return claiming
+}
+
+// fillLimitsQueue enqueues 10 requests on each of 1,000 labelled targets, with the
+// four label limits when labelLimits is set, and vacuums the queue.
+func fillLimitsQueue(b *testing.B, labelLimits bool) dispatchBundle {
+	bd := setupDispatch(b)
+	var reqs []schema.NewDispatchRequest
+	for i := range benchLimitTargets {
+		name := fmt.Sprintf("host-%04d", i)
+		labels := fmt.Sprintf(`{"env":%q,"region":%q}`, []string{"prod", "staging", "dev"}[i%3], []string{"eu", "us"}[i%2])
+		bd.addLabelledTarget(b, name, labels)
+		for j := range benchLimitPerTarget {
+			reqs = append(reqs, req(fmt.Sprintf("%s-%d", name, j), name, "normal"))
+		}
+	}
+	for start := 0; start < len(reqs); start += 1000 {
+		bd.enqueue(b, reqs[start:start+1000]...)
+	}
+	if labelLimits {
+		for _, l := range []schema.Limit{
+			{Name: "prod", Label: "env", Value: "prod"}, {Name: "staging", Label: "env", Value: "staging"},
+			{Name: "eu", Label: "region", Value: "eu"}, {Name: "us", Label: "region", Value: "us"},
+		} {
+			l.Scope, l.MaxRunning = schema.LimitScopeLabel, schema.MaxLimitRunning
+			_, err := schema.SetLimit(bd.ctx, bd.pool, l, "bench")
+			require.NoError(b, err)
+		}
+	}
+	_, err := bd.pool.Exec(bd.ctx, `VACUUM ANALYZE pending_dispatch_requests`)
+	require.NoError(b, err)
+	return bd
 }

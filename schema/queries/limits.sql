@@ -30,15 +30,23 @@ DELETE FROM concurrency_limits WHERE name = @name::text;
 SELECT pg_notify('mantis_dispatch_requests', '');
 
 -- name: ClaimCandidates :many
--- ClaimCandidates locks (SKIP LOCKED, so replicas load different rows) up to max_rows
--- claimable requests, priority first, then age, leaving out those of a target whose
--- own limit is reached, of a label limit that is reached, and of the targets and
--- label limits the claim already found full (skip_targets, skip_limits). Each row
--- comes with the limits it falls under: its target's (its own, else the default) and
--- the label limits its target's labels match, by name. The targets at their limit are
--- found once, from what runs (a few rows per busy target), so that each pending row
--- costs a hash lookup, not a count.
-WITH label_limits AS (
+-- ClaimCandidates is the first statement of a claim round. It locks (SKIP LOCKED, so
+-- replicas load different rows) up to max_rows claimable requests, priority first,
+-- then age, leaving out those of a target whose own limit is reached, of a label
+-- limit that is reached, and of the targets and label limits the claim already found
+-- full (skip_targets, skip_limits). The targets at their limit are found once, from
+-- what runs (a few rows per busy target), so that each pending row costs a hash
+-- lookup, not a count; the lock is taken on the scan of the queue alone, so only the
+-- rows returned are locked. Each row comes with the limits it falls under (its
+-- target's, its own or else the default, and the label limits its target's labels
+-- match, by name). The statement then takes the advisory lock of every limit key the
+-- rows fall under (a stripe of 256 of the target ids, and each label limit by name),
+-- in ascending order: waiting for each when wait is set, else only those free now;
+-- held says whether every key of the row is held. The counts that decide admission
+-- are read by the next statement, whose snapshot follows the locks.
+WITH target_default AS (
+    SELECT d.name, d.max_running FROM concurrency_limits d WHERE d.scope = 'target' AND d.value IS NULL
+), label_limits AS (
     SELECT l.name, l.label, l.value, l.max_running FROM concurrency_limits l WHERE l.scope = 'label'
 ), full_labels AS (
     SELECT f.label, f.value FROM label_limits f
@@ -49,44 +57,84 @@ WITH label_limits AS (
     SELECT c.target_id FROM command_queue c WHERE c.status IN ('queued', 'running')
 ), busy AS (
     SELECT a.target_id FROM active a JOIN targets bt ON bt.id = a.target_id
-    GROUP BY a.target_id, bt.name
-    HAVING count(*) >= coalesce((SELECT c.max_running FROM concurrency_limits c
-                                 WHERE c.scope = 'target' AND (c.value = bt.name OR c.value IS NULL)
-                                 ORDER BY c.value IS NULL LIMIT 1), 1)
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = bt.name
+    GROUP BY a.target_id, own.max_running
+    HAVING count(*) >= coalesce(own.max_running, (SELECT d.max_running FROM target_default d), 1)
+), locked AS MATERIALIZED (
+    SELECT p.id, p.target_id, p.priority_rank, p.created_at
+    FROM pending_dispatch_requests p
+    WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
+      AND p.target_id <> ALL(@skip_targets::uuid[])
+      AND p.target_id NOT IN (SELECT b.target_id FROM busy b)
+      AND NOT EXISTS (SELECT 1 FROM targets ft JOIN full_labels f ON ft.labels ->> f.label = f.value WHERE ft.id = p.target_id)
+    ORDER BY p.priority_rank, p.created_at
+    LIMIT @max_rows::int
+    FOR UPDATE OF p SKIP LOCKED
+), candidates AS (
+    SELECT l.id, l.target_id, l.priority_rank, l.created_at,
+           coalesce(own.name, d.name, '')::text AS target_limit,
+           coalesce(own.max_running, d.max_running, 1)::int AS target_max,
+           ARRAY(SELECT ll.name FROM label_limits ll WHERE t.labels ->> ll.label = ll.value ORDER BY ll.name)::text[] AS label_limits
+    FROM locked l
+    JOIN targets t ON t.id = l.target_id
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
+    LEFT JOIN target_default d ON true
+), keyed AS (
+    SELECT c.id, hashtextextended('mantis/limit/target/' || ('x' || right(c.target_id::text, 2))::bit(8)::int, 0) AS key
+    FROM candidates c
+    UNION ALL
+    SELECT c.id, hashtextextended('mantis/limit/label/' || n, 0) FROM candidates c, unnest(c.label_limits) AS n
+), held AS MATERIALIZED (
+    SELECT k.key, CASE WHEN @wait::bool THEN pg_advisory_xact_lock(k.key) IS NOT NULL ELSE pg_try_advisory_xact_lock(k.key) END AS held
+    FROM (SELECT DISTINCT kk.key FROM keyed kk ORDER BY kk.key) k
 )
-SELECT p.id, p.target_id,
-       coalesce((SELECT c.name FROM concurrency_limits c WHERE c.scope = 'target' AND (c.value = t.name OR c.value IS NULL)
-                 ORDER BY c.value IS NULL LIMIT 1), '')::text AS target_limit,
-       coalesce((SELECT c.max_running FROM concurrency_limits c WHERE c.scope = 'target' AND (c.value = t.name OR c.value IS NULL)
-                 ORDER BY c.value IS NULL LIMIT 1), 0)::int AS target_max,
-       ARRAY(SELECT l.name FROM label_limits l WHERE t.labels ->> l.label = l.value ORDER BY l.name)::text[] AS label_limits
-FROM pending_dispatch_requests p
-JOIN targets t ON t.id = p.target_id
-WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
-  AND p.target_id <> ALL(@skip_targets::uuid[])
-  AND p.target_id NOT IN (SELECT b.target_id FROM busy b)
-  AND NOT EXISTS (SELECT 1 FROM full_labels f WHERE t.labels ->> f.label = f.value)
-ORDER BY p.priority_rank, p.created_at
-LIMIT @max_rows::int
-FOR UPDATE OF p SKIP LOCKED;
+SELECT c.id, c.target_id, c.target_limit, c.target_max, c.label_limits,
+       NOT EXISTS (SELECT 1 FROM keyed kk JOIN held h ON h.key = kk.key WHERE kk.id = c.id AND NOT h.held) AS held
+FROM candidates c
+ORDER BY c.priority_rank, c.created_at;
 
--- name: LockLimitKeys :exec
--- LockLimitKeys takes the transaction's locks on keys, waiting for each, in the order
--- given (ascending, so that two claims never wait on each other in a cycle).
-SELECT pg_advisory_xact_lock(k) FROM unnest(@keys::bigint[]) AS k;
+-- name: ClaimWithinTargetRoom :many
+-- ClaimWithinTargetRoom is the second and last statement of a claim round whose rows
+-- fall under no label limit: in a snapshot taken after ClaimCandidates' locks, it
+-- counts what runs on each target of the rows (target_running, up to the cap) and
+-- claims, in the order given, the first rows of each target that fit (the seed's
+-- conditional UPDATE from pending to processing, with a new claim epoch). Each row
+-- comes back, in order, with whether it fitted (admitted) and whether the update won
+-- it (claimed).
+WITH c AS (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@target_ids::uuid[]) AS target_id, unnest(@caps::int[]) AS cap,
+           generate_subscripts(@ids::uuid[], 1) AS ord
+), room AS (
+    SELECT d.target_id, d.cap - target_running(d.target_id, d.cap) AS room
+    FROM (SELECT DISTINCT c.target_id, c.cap FROM c) d
+), ranked AS (
+    SELECT c.id, c.ord, row_number() OVER (PARTITION BY c.target_id ORDER BY c.ord) <= r.room AS admitted
+    FROM c JOIN room r ON r.target_id = c.target_id
+), claimed AS (
+    UPDATE pending_dispatch_requests p
+    SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
+        claim_key = nullif(@claim_key::text, '')
+    FROM ranked a
+    WHERE p.id = a.id AND a.admitted AND p.status = 'pending'
+    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
+)
+SELECT a.id::uuid AS id, a.admitted::bool AS admitted, (cl.id IS NOT NULL)::bool AS claimed,
+       coalesce(cl.claim_epoch, 0)::bigint AS claim_epoch, coalesce(t.name, '')::text AS target,
+       coalesce(cl.priority, '')::text AS priority, coalesce(cl.attempts, 0)::int AS attempts,
+       coalesce(cl.created_at, now())::timestamptz AS created_at
+FROM ranked a
+LEFT JOIN claimed cl ON cl.id = a.id
+LEFT JOIN targets t ON t.id = cl.target_id
+ORDER BY a.ord;
 
--- name: TryLockLimitKeys :many
--- TryLockLimitKeys takes the transaction's locks on the keys free now and says which.
-SELECT k::bigint AS key, pg_try_advisory_xact_lock(k)::bool AS locked FROM unnest(@keys::bigint[]) AS k;
-
--- name: TargetsRunning :many
--- TargetsRunning counts what runs on each target of ids, up to its cap (side by side).
-SELECT u.id::uuid AS id, target_running(u.id, u.cap)::int AS running
-FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@caps::int[]) AS cap) u;
-
--- name: LabelLimitsRunning :many
--- LabelLimitsRunning counts what runs under each named label limit, up to its maximum.
-SELECT l.name, l.max_running, label_running(l.label, l.value, l.max_running)::int AS running
+-- name: LimitsRunning :many
+-- LimitsRunning counts, in one statement, what runs on each target of ids (up to its
+-- cap, side by side) and under each named label limit (up to its maximum): the
+-- counts of a claim round whose rows fall under label limits.
+SELECT 'target'::text AS scope, u.id::text AS subject, target_running(u.id, u.cap)::int AS running, u.cap::int AS max_running
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@caps::int[]) AS cap) u
+UNION ALL
+SELECT 'label'::text, l.name, label_running(l.label, l.value, l.max_running)::int, l.max_running
 FROM concurrency_limits l WHERE l.scope = 'label' AND l.name = ANY(@names::text[]);
 
 -- name: ClaimRequests :many

@@ -13,43 +13,61 @@ import (
 )
 
 const claimCandidates = `-- name: ClaimCandidates :many
-WITH label_limits AS (
+WITH target_default AS (
+    SELECT d.name, d.max_running FROM concurrency_limits d WHERE d.scope = 'target' AND d.value IS NULL
+), label_limits AS (
     SELECT l.name, l.label, l.value, l.max_running FROM concurrency_limits l WHERE l.scope = 'label'
 ), full_labels AS (
     SELECT f.label, f.value FROM label_limits f
-    WHERE f.name = ANY($3::text[]) OR label_running(f.label, f.value, f.max_running) >= f.max_running
+    WHERE f.name = ANY($1::text[]) OR label_running(f.label, f.value, f.max_running) >= f.max_running
 ), active AS (
     SELECT a.target_id FROM pending_dispatch_requests a WHERE a.status = 'processing'
     UNION ALL
     SELECT c.target_id FROM command_queue c WHERE c.status IN ('queued', 'running')
 ), busy AS (
     SELECT a.target_id FROM active a JOIN targets bt ON bt.id = a.target_id
-    GROUP BY a.target_id, bt.name
-    HAVING count(*) >= coalesce((SELECT c.max_running FROM concurrency_limits c
-                                 WHERE c.scope = 'target' AND (c.value = bt.name OR c.value IS NULL)
-                                 ORDER BY c.value IS NULL LIMIT 1), 1)
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = bt.name
+    GROUP BY a.target_id, own.max_running
+    HAVING count(*) >= coalesce(own.max_running, (SELECT d.max_running FROM target_default d), 1)
+), locked AS MATERIALIZED (
+    SELECT p.id, p.target_id, p.priority_rank, p.created_at
+    FROM pending_dispatch_requests p
+    WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
+      AND p.target_id <> ALL($2::uuid[])
+      AND p.target_id NOT IN (SELECT b.target_id FROM busy b)
+      AND NOT EXISTS (SELECT 1 FROM targets ft JOIN full_labels f ON ft.labels ->> f.label = f.value WHERE ft.id = p.target_id)
+    ORDER BY p.priority_rank, p.created_at
+    LIMIT $3::int
+    FOR UPDATE OF p SKIP LOCKED
+), candidates AS (
+    SELECT l.id, l.target_id, l.priority_rank, l.created_at,
+           coalesce(own.name, d.name, '')::text AS target_limit,
+           coalesce(own.max_running, d.max_running, 1)::int AS target_max,
+           ARRAY(SELECT ll.name FROM label_limits ll WHERE t.labels ->> ll.label = ll.value ORDER BY ll.name)::text[] AS label_limits
+    FROM locked l
+    JOIN targets t ON t.id = l.target_id
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
+    LEFT JOIN target_default d ON true
+), keyed AS (
+    SELECT c.id, hashtextextended('mantis/limit/target/' || ('x' || right(c.target_id::text, 2))::bit(8)::int, 0) AS key
+    FROM candidates c
+    UNION ALL
+    SELECT c.id, hashtextextended('mantis/limit/label/' || n, 0) FROM candidates c, unnest(c.label_limits) AS n
+), held AS MATERIALIZED (
+    SELECT k.key, CASE WHEN $4::bool THEN pg_advisory_xact_lock(k.key) IS NOT NULL ELSE pg_try_advisory_xact_lock(k.key) END AS held
+    FROM (SELECT DISTINCT kk.key FROM keyed kk ORDER BY kk.key) k
 )
-SELECT p.id, p.target_id,
-       coalesce((SELECT c.name FROM concurrency_limits c WHERE c.scope = 'target' AND (c.value = t.name OR c.value IS NULL)
-                 ORDER BY c.value IS NULL LIMIT 1), '')::text AS target_limit,
-       coalesce((SELECT c.max_running FROM concurrency_limits c WHERE c.scope = 'target' AND (c.value = t.name OR c.value IS NULL)
-                 ORDER BY c.value IS NULL LIMIT 1), 0)::int AS target_max,
-       ARRAY(SELECT l.name FROM label_limits l WHERE t.labels ->> l.label = l.value ORDER BY l.name)::text[] AS label_limits
-FROM pending_dispatch_requests p
-JOIN targets t ON t.id = p.target_id
-WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
-  AND p.target_id <> ALL($1::uuid[])
-  AND p.target_id NOT IN (SELECT b.target_id FROM busy b)
-  AND NOT EXISTS (SELECT 1 FROM full_labels f WHERE t.labels ->> f.label = f.value)
-ORDER BY p.priority_rank, p.created_at
-LIMIT $2::int
-FOR UPDATE OF p SKIP LOCKED
+SELECT c.id, c.target_id, c.target_limit, c.target_max, c.label_limits,
+       NOT EXISTS (SELECT 1 FROM keyed kk JOIN held h ON h.key = kk.key WHERE kk.id = c.id AND NOT h.held) AS held
+FROM candidates c
+ORDER BY c.priority_rank, c.created_at
 `
 
 type ClaimCandidatesParams struct {
+	SkipLimits  []string
 	SkipTargets []uuid.UUID
 	MaxRows     int32
-	SkipLimits  []string
+	Wait        bool
 }
 
 type ClaimCandidatesRow struct {
@@ -58,18 +76,30 @@ type ClaimCandidatesRow struct {
 	TargetLimit string
 	TargetMax   int32
 	LabelLimits []string
+	Held        bool
 }
 
-// ClaimCandidates locks (SKIP LOCKED, so replicas load different rows) up to max_rows
-// claimable requests, priority first, then age, leaving out those of a target whose
-// own limit is reached, of a label limit that is reached, and of the targets and
-// label limits the claim already found full (skip_targets, skip_limits). Each row
-// comes with the limits it falls under: its target's (its own, else the default) and
-// the label limits its target's labels match, by name. The targets at their limit are
-// found once, from what runs (a few rows per busy target), so that each pending row
-// costs a hash lookup, not a count.
+// ClaimCandidates is the first statement of a claim round. It locks (SKIP LOCKED, so
+// replicas load different rows) up to max_rows claimable requests, priority first,
+// then age, leaving out those of a target whose own limit is reached, of a label
+// limit that is reached, and of the targets and label limits the claim already found
+// full (skip_targets, skip_limits). The targets at their limit are found once, from
+// what runs (a few rows per busy target), so that each pending row costs a hash
+// lookup, not a count; the lock is taken on the scan of the queue alone, so only the
+// rows returned are locked. Each row comes with the limits it falls under (its
+// target's, its own or else the default, and the label limits its target's labels
+// match, by name). The statement then takes the advisory lock of every limit key the
+// rows fall under (a stripe of 256 of the target ids, and each label limit by name),
+// in ascending order: waiting for each when wait is set, else only those free now;
+// held says whether every key of the row is held. The counts that decide admission
+// are read by the next statement, whose snapshot follows the locks.
 func (q *Queries) ClaimCandidates(ctx context.Context, db DBTX, arg ClaimCandidatesParams) ([]ClaimCandidatesRow, error) {
-	rows, err := db.Query(ctx, claimCandidates, arg.SkipTargets, arg.MaxRows, arg.SkipLimits)
+	rows, err := db.Query(ctx, claimCandidates,
+		arg.SkipLimits,
+		arg.SkipTargets,
+		arg.MaxRows,
+		arg.Wait,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +113,7 @@ func (q *Queries) ClaimCandidates(ctx context.Context, db DBTX, arg ClaimCandida
 			&i.TargetLimit,
 			&i.TargetMax,
 			&i.LabelLimits,
+			&i.Held,
 		); err != nil {
 			return nil, err
 		}
@@ -147,6 +178,95 @@ func (q *Queries) ClaimRequests(ctx context.Context, db DBTX, arg ClaimRequestsP
 	return items, nil
 }
 
+const claimWithinTargetRoom = `-- name: ClaimWithinTargetRoom :many
+WITH c AS (
+    SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS target_id, unnest($3::int[]) AS cap,
+           generate_subscripts($1::uuid[], 1) AS ord
+), room AS (
+    SELECT d.target_id, d.cap - target_running(d.target_id, d.cap) AS room
+    FROM (SELECT DISTINCT c.target_id, c.cap FROM c) d
+), ranked AS (
+    SELECT c.id, c.ord, row_number() OVER (PARTITION BY c.target_id ORDER BY c.ord) <= r.room AS admitted
+    FROM c JOIN room r ON r.target_id = c.target_id
+), claimed AS (
+    UPDATE pending_dispatch_requests p
+    SET status = 'processing', claimed_by = $4::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
+        claim_key = nullif($5::text, '')
+    FROM ranked a
+    WHERE p.id = a.id AND a.admitted AND p.status = 'pending'
+    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
+)
+SELECT a.id::uuid AS id, a.admitted::bool AS admitted, (cl.id IS NOT NULL)::bool AS claimed,
+       coalesce(cl.claim_epoch, 0)::bigint AS claim_epoch, coalesce(t.name, '')::text AS target,
+       coalesce(cl.priority, '')::text AS priority, coalesce(cl.attempts, 0)::int AS attempts,
+       coalesce(cl.created_at, now())::timestamptz AS created_at
+FROM ranked a
+LEFT JOIN claimed cl ON cl.id = a.id
+LEFT JOIN targets t ON t.id = cl.target_id
+ORDER BY a.ord
+`
+
+type ClaimWithinTargetRoomParams struct {
+	Ids       []uuid.UUID
+	TargetIds []uuid.UUID
+	Caps      []int32
+	Replica   string
+	ClaimKey  string
+}
+
+type ClaimWithinTargetRoomRow struct {
+	ID         uuid.UUID
+	Admitted   bool
+	Claimed    bool
+	ClaimEpoch int64
+	Target     string
+	Priority   string
+	Attempts   int32
+	CreatedAt  time.Time
+}
+
+// ClaimWithinTargetRoom is the second and last statement of a claim round whose rows
+// fall under no label limit: in a snapshot taken after ClaimCandidates' locks, it
+// counts what runs on each target of the rows (target_running, up to the cap) and
+// claims, in the order given, the first rows of each target that fit (the seed's
+// conditional UPDATE from pending to processing, with a new claim epoch). Each row
+// comes back, in order, with whether it fitted (admitted) and whether the update won
+// it (claimed).
+func (q *Queries) ClaimWithinTargetRoom(ctx context.Context, db DBTX, arg ClaimWithinTargetRoomParams) ([]ClaimWithinTargetRoomRow, error) {
+	rows, err := db.Query(ctx, claimWithinTargetRoom,
+		arg.Ids,
+		arg.TargetIds,
+		arg.Caps,
+		arg.Replica,
+		arg.ClaimKey,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ClaimWithinTargetRoomRow{}
+	for rows.Next() {
+		var i ClaimWithinTargetRoomRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Admitted,
+			&i.Claimed,
+			&i.ClaimEpoch,
+			&i.Target,
+			&i.Priority,
+			&i.Attempts,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deleteLimit = `-- name: DeleteLimit :execrows
 DELETE FROM concurrency_limits WHERE name = $1::text
 `
@@ -158,38 +278,6 @@ func (q *Queries) DeleteLimit(ctx context.Context, db DBTX, name string) (int64,
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const labelLimitsRunning = `-- name: LabelLimitsRunning :many
-SELECT l.name, l.max_running, label_running(l.label, l.value, l.max_running)::int AS running
-FROM concurrency_limits l WHERE l.scope = 'label' AND l.name = ANY($1::text[])
-`
-
-type LabelLimitsRunningRow struct {
-	Name       string
-	MaxRunning int32
-	Running    int32
-}
-
-// LabelLimitsRunning counts what runs under each named label limit, up to its maximum.
-func (q *Queries) LabelLimitsRunning(ctx context.Context, db DBTX, names []string) ([]LabelLimitsRunningRow, error) {
-	rows, err := db.Query(ctx, labelLimitsRunning, names)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []LabelLimitsRunningRow{}
-	for rows.Next() {
-		var i LabelLimitsRunningRow
-		if err := rows.Scan(&i.Name, &i.MaxRunning, &i.Running); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const limitByName = `-- name: LimitByName :one
@@ -212,6 +300,55 @@ func (q *Queries) LimitByName(ctx context.Context, db DBTX, name string) (Concur
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const limitsRunning = `-- name: LimitsRunning :many
+SELECT 'target'::text AS scope, u.id::text AS subject, target_running(u.id, u.cap)::int AS running, u.cap::int AS max_running
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::int[]) AS cap) u
+UNION ALL
+SELECT 'label'::text, l.name, label_running(l.label, l.value, l.max_running)::int, l.max_running
+FROM concurrency_limits l WHERE l.scope = 'label' AND l.name = ANY($3::text[])
+`
+
+type LimitsRunningParams struct {
+	Ids   []uuid.UUID
+	Caps  []int32
+	Names []string
+}
+
+type LimitsRunningRow struct {
+	Scope      string
+	Subject    string
+	Running    int32
+	MaxRunning int32
+}
+
+// LimitsRunning counts, in one statement, what runs on each target of ids (up to its
+// cap, side by side) and under each named label limit (up to its maximum): the
+// counts of a claim round whose rows fall under label limits.
+func (q *Queries) LimitsRunning(ctx context.Context, db DBTX, arg LimitsRunningParams) ([]LimitsRunningRow, error) {
+	rows, err := db.Query(ctx, limitsRunning, arg.Ids, arg.Caps, arg.Names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LimitsRunningRow{}
+	for rows.Next() {
+		var i LimitsRunningRow
+		if err := rows.Scan(
+			&i.Scope,
+			&i.Subject,
+			&i.Running,
+			&i.MaxRunning,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const listLimits = `-- name: ListLimits :many
@@ -239,83 +376,6 @@ func (q *Queries) ListLimits(ctx context.Context, db DBTX) ([]ConcurrencyLimit, 
 			&i.CreatedAt,
 			&i.UpdatedAt,
 		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const lockLimitKeys = `-- name: LockLimitKeys :exec
-SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k
-`
-
-// LockLimitKeys takes the transaction's locks on keys, waiting for each, in the order
-// given (ascending, so that two claims never wait on each other in a cycle).
-func (q *Queries) LockLimitKeys(ctx context.Context, db DBTX, keys []int64) error {
-	_, err := db.Exec(ctx, lockLimitKeys, keys)
-	return err
-}
-
-const targetsRunning = `-- name: TargetsRunning :many
-SELECT u.id::uuid AS id, target_running(u.id, u.cap)::int AS running
-FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::int[]) AS cap) u
-`
-
-type TargetsRunningParams struct {
-	Ids  []uuid.UUID
-	Caps []int32
-}
-
-type TargetsRunningRow struct {
-	ID      uuid.UUID
-	Running int32
-}
-
-// TargetsRunning counts what runs on each target of ids, up to its cap (side by side).
-func (q *Queries) TargetsRunning(ctx context.Context, db DBTX, arg TargetsRunningParams) ([]TargetsRunningRow, error) {
-	rows, err := db.Query(ctx, targetsRunning, arg.Ids, arg.Caps)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TargetsRunningRow{}
-	for rows.Next() {
-		var i TargetsRunningRow
-		if err := rows.Scan(&i.ID, &i.Running); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const tryLockLimitKeys = `-- name: TryLockLimitKeys :many
-SELECT k::bigint AS key, pg_try_advisory_xact_lock(k)::bool AS locked FROM unnest($1::bigint[]) AS k
-`
-
-type TryLockLimitKeysRow struct {
-	Key    int64
-	Locked bool
-}
-
-// TryLockLimitKeys takes the transaction's locks on the keys free now and says which.
-func (q *Queries) TryLockLimitKeys(ctx context.Context, db DBTX, keys []int64) ([]TryLockLimitKeysRow, error) {
-	rows, err := db.Query(ctx, tryLockLimitKeys, keys)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []TryLockLimitKeysRow{}
-	for rows.Next() {
-		var i TryLockLimitKeysRow
-		if err := rows.Scan(&i.Key, &i.Locked); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -1,0 +1,127 @@
+package schema_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// bareClaimSQL is the textbook SKIP LOCKED claim in one statement, the baseline of
+// BenchmarkClaimAgainstBare (as of BenchmarkDispatchClaim in internal/e2e).
+const bareClaimSQL = `
+	UPDATE pending_dispatch_requests
+	SET status = 'processing', claimed_by = $1, claimed_at = now()
+	WHERE id IN (
+	    SELECT id FROM pending_dispatch_requests
+	    WHERE status = 'pending'
+	    ORDER BY priority_rank, created_at
+	    LIMIT $2
+	    FOR UPDATE SKIP LOCKED)
+	RETURNING id`
+
+// unlimitedClaimSQL is the claim as it was before concurrency limits: the eligibility
+// filters, the claim epoch and the lost-candidate accounting in one statement, no
+// limit. It is the third point of BenchmarkClaimAgainstBare.
+const unlimitedClaimSQL = `
+	WITH candidates AS (
+	    SELECT id, priority_rank, created_at FROM pending_dispatch_requests
+	    WHERE status = 'pending' AND next_attempt_at <= now() AND expires_at > now()
+	    ORDER BY priority_rank, created_at
+	    LIMIT $2
+	    FOR UPDATE SKIP LOCKED
+	), claimed AS (
+	    UPDATE pending_dispatch_requests p
+	    SET status = 'processing', claimed_by = $1, claimed_at = now(), claim_epoch = p.claim_epoch + 1
+	    FROM candidates c WHERE p.id = c.id AND p.status = 'pending'
+	    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
+	)
+	SELECT c.id, cl.claim_epoch, t.name FROM candidates c
+	LEFT JOIN claimed cl ON cl.id = c.id LEFT JOIN targets t ON t.id = cl.target_id
+	ORDER BY c.priority_rank, c.created_at`
+
+// benchClaimer claims up to benchLimitBatch rows and says how many it won.
+type benchClaimer func(ctx context.Context, conn *pgx.Conn) (int, error)
+
+// BenchmarkClaimAgainstBare drains the queue of BenchmarkClaimLimits (1,000 labelled
+// targets, 10 requests each, no label limit, the per-target default at 1 so that it
+// binds) in claims of 100 with ClaimPending, with the bare SKIP LOCKED claim and with
+// the claim as it was before limits, in one run. After each claim its rows leave
+// processing (delivered, their commands ended), untimed. The figures are rows claimed
+// per second and each one's ratio to the bare claim.
+func BenchmarkClaimAgainstBare(b *testing.B) {
+	sides := []struct {
+		name  string
+		claim benchClaimer
+	}{
+		{"claimpending", func(ctx context.Context, conn *pgx.Conn) (int, error) {
+			res, err := schema.ClaimPending(ctx, conn, replica, benchLimitBatch)
+			return len(res.Claimed), err
+		}},
+		{"bare", func(ctx context.Context, conn *pgx.Conn) (int, error) {
+			return countRows(conn.Query(ctx, bareClaimSQL, replica, benchLimitBatch))
+		}},
+		{"unlimited", func(ctx context.Context, conn *pgx.Conn) (int, error) {
+			return countRows(conn.Query(ctx, unlimitedClaimSQL, replica, benchLimitBatch))
+		}},
+	}
+	took := make([]time.Duration, len(sides))
+	for range b.N {
+		for i, s := range sides {
+			took[i] += drainWith(b, s.claim)
+		}
+	}
+	rows := float64(b.N * benchLimitTargets * benchLimitPerTarget)
+	b.ReportMetric(0, "ns/op")
+	for i, s := range sides {
+		b.ReportMetric(rows/took[i].Seconds(), s.name+"-rows/s")
+		if i > 0 {
+			b.ReportMetric(took[i].Seconds()/took[0].Seconds(), "claimpending/"+s.name)
+		}
+	}
+}
+
+// countRows counts the rows of a query's answer.
+func countRows(rows pgx.Rows, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	return n, rows.Err()
+}
+
+// drainWith claims a fresh queue empty with claim on a connection of its own and
+// returns the time spent claiming.
+func drainWith(b *testing.B, claim benchClaimer) time.Duration {
+	b.StopTimer()
+	defer b.StartTimer()
+	bd := fillLimitsQueue(b, false)
+	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 1}, "bench")
+	require.NoError(b, err)
+	conn, err := bd.pool.Acquire(bd.ctx)
+	require.NoError(b, err)
+	defer conn.Release()
+	var claiming time.Duration
+	claimed := 0
+	for {
+		start := time.Now()
+		n, err := claim(bd.ctx, conn.Conn())
+		claiming += time.Since(start)
+		require.NoError(b, err)
+		if n == 0 {
+			break
+		}
+		claimed += n
+		_, err = conn.Exec(bd.ctx, `UPDATE pending_dispatch_requests SET status = 'dispatched', dispatched_at = now() WHERE status = 'processing'`)
+		require.NoError(b, err)
+	}
+	require.Equal(b, benchLimitTargets*benchLimitPerTarget, claimed)
+	return claiming
+}
