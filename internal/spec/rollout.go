@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -90,7 +91,7 @@ func (b *BatchSize) UnmarshalJSON(data []byte) error {
 	if len(data) > 0 && data[0] != '"' {
 		var n int
 		if err := json.Unmarshal(data, &n); err != nil {
-			return fmt.Errorf("a batch size is a whole number or a percent like \"10%%\", got %s", data)
+			return batchSizeError(string(data))
 		}
 		*b = BatchSize{Count: n}
 		return nil
@@ -101,11 +102,20 @@ func (b *BatchSize) UnmarshalJSON(data []byte) error {
 	}
 	parsed, err := ParseBatchSize(s)
 	if err != nil {
-		return err
+		return batchSizeError(strconv.Quote(s))
 	}
 	*b = parsed
 	return nil
 }
+
+// batchSizeError is the decoding error of a batch size that is neither a whole number
+// nor a percent; the JSON decoder adds the field path to it, and Parse names the field.
+func batchSizeError(got string) error {
+	return &json.UnmarshalTypeError{Value: got, Type: reflect.TypeFor[BatchSize]()}
+}
+
+// batchSizeProblem is how Parse words a batch size it cannot read.
+const batchSizeProblem = `a batch size is a whole number or a percent like "10%%", got %s`
 
 // ParseBatchSize reads "5" or "10%".
 func ParseBatchSize(s string) (BatchSize, error) {

@@ -83,7 +83,7 @@ func TestRolloutRefusals(t *testing.T) {
 	cases := map[string]struct{ tail, field, problem string }{
 		"zero batch":       {`"rollout":{"batches":[0]}}`, "rollout.batches[0]", "at least one"},
 		"percent over 100": {`"rollout":{"batches":["150%"]}}`, "rollout.batches[0]", "at most 100"},
-		"bad batch text":   {`"rollout":{"batches":["ten"]}}`, "", "whole number or a percent"},
+		"bad batch text":   {`"rollout":{"batches":["ten"]}}`, "rollout.batches", "whole number or a percent like \"10%\", got \"ten\""},
 		"bad pause":        {`"rollout":{"pause_between":"soon"}}`, "rollout.pause_between", "approval"},
 		"negative budget":  {`"rollout":{"max_failures":-1}}`, "rollout.max_failures", "negative"},
 		"bad percent":      {`"rollout":{"max_failure_percent":101}}`, "rollout.max_failure_percent", "between 0 and 100"},

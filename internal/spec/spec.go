@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -328,6 +329,9 @@ func decodeProblem(err error) FieldError {
 	if errors.As(err, &typeErr) {
 		if typeErr.Field == "" {
 			return FieldError{Field: "", Problem: fmt.Sprintf("the spec must be a mapping of fields such as name and steps, got %s", typeErr.Value)}
+		}
+		if typeErr.Type == reflect.TypeFor[BatchSize]() {
+			return FieldError{Field: typeErr.Field, Problem: fmt.Sprintf(batchSizeProblem, typeErr.Value)}
 		}
 		return FieldError{Field: typeErr.Field, Problem: fmt.Sprintf("must be %s, got %s", typeErr.Type, typeErr.Value)}
 	}

@@ -30,6 +30,10 @@ var specSeeds = []string{
 	"{\"name\":\"x\",\"targets\":[\"a\"],\"steps\":[{\"name\":\"s\",\"command\":\"c\"}]}\n{}",
 	"name: x\ntargets: [a]\nsteps: [{name: s, command: c, env: {\"\": v}}]\nmax_parallel: -3\n",
 	"a: &a [*a]",
+	"name: x\ntargets: [a]\nsteps:\n  - {name: ok, kind: approval, approvers: [alice], timeout: 2h, on_timeout: approve}\n  - {name: s, command: c, on_failure: ask}\n",
+	`{"name":"x","targets":["a"],"steps":[{"name":"s","command":"c","on_failure":"ask","continue_on_error":true}]}`,
+	`{"name":"x","targets":["a"],"rollout":{"batches":[1,"10%","100%"],"pause_between":"approval","max_failures":2,"canary":{"verify":"true"}},"steps":[{"name":"s","command":"c"}],"on_failure":[{"name":"r","command":"c"}]}`,
+	`{"name":"x","targets":["a"],"rollout":{"batches":["0%",-1,"x"]},"steps":[{"name":"s","command":"c"}]}`,
 }
 
 // wholeSpecProblems are the problems that concern the spec as a whole, and so name no
