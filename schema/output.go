@@ -26,7 +26,7 @@ const DefaultMaxOutputBytesPerCommand = 1 << 20
 
 // OutputTrailGrace is how long after its result a command still takes output chunks
 // from its holder: the last chunks may trail the result, which never waits for them.
-const OutputTrailGrace = time.Minute
+const OutputTrailGrace = 5 * time.Minute
 
 // OutputTruncatedMarker is the data of the chunk stored in place of what passes a
 // command's bound.

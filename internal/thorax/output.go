@@ -22,11 +22,12 @@ import (
 const (
 	// outputShards is how many forwarders store output at once; a command's batches
 	// all go through one shard, so they reach Mandible in the order they came.
-	outputShards = 4
+	outputShards = 8
 	// outputQueueBatches bounds the batches each shard holds.
 	outputQueueBatches = 256
-	// outputCallTimeout bounds one StoreCommandOutput call.
-	outputCallTimeout = 5 * time.Second
+	// outputCallTimeout bounds one StoreCommandOutput call: up to a MiB of chunks and
+	// their events in one transaction, on a database busy with a fleet's output.
+	outputCallTimeout = 30 * time.Second
 	// outputRetryDelay is the wait before the one retry of a batch that failed in a
 	// way worth repeating.
 	outputRetryDelay = 200 * time.Millisecond

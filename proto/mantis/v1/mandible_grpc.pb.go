@@ -58,7 +58,7 @@ type MandibleServiceClient interface {
 	ReleaseCommands(ctx context.Context, in *ReleaseCommandsRequest, opts ...grpc.CallOption) (*ReleaseCommandsResponse, error)
 	// StoreCommandOutput stores chunks of a running command's output, each once (by its
 	// seq), up to Mandible's bound per command. Only the instance holding the command at
-	// lease_epoch may send them (running, or ended a minute ago at most); others are
+	// lease_epoch may send them (running, or ended five minutes ago at most); others are
 	// refused with FAILED_PRECONDITION. Live output is best effort: results never wait
 	// for it.
 	StoreCommandOutput(ctx context.Context, in *StoreCommandOutputRequest, opts ...grpc.CallOption) (*StoreCommandOutputResponse, error)
@@ -172,7 +172,7 @@ type MandibleServiceServer interface {
 	ReleaseCommands(context.Context, *ReleaseCommandsRequest) (*ReleaseCommandsResponse, error)
 	// StoreCommandOutput stores chunks of a running command's output, each once (by its
 	// seq), up to Mandible's bound per command. Only the instance holding the command at
-	// lease_epoch may send them (running, or ended a minute ago at most); others are
+	// lease_epoch may send them (running, or ended five minutes ago at most); others are
 	// refused with FAILED_PRECONDITION. Live output is best effort: results never wait
 	// for it.
 	StoreCommandOutput(context.Context, *StoreCommandOutputRequest) (*StoreCommandOutputResponse, error)
