@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,11 +44,16 @@ func TestDispatcherDeliversTheRowsOfAClaimWhoseResultWasLost(t *testing.T) {
 	require.NoError(t, err)
 
 	var claims atomic.Int32
+	var infoMu sync.Mutex
+	var infos []activity.Info // of each claim attempt
 	acts := &activities.Activities{
 		DB: pool, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Dispatch: activities.DispatchConfig{ProcessingTimeout: 300 * time.Second, DeliveryTimeout: time.Hour, HeartbeatTimeout: time.Hour},
 		Hooks: activities.Hooks{AfterClaim: func(ctx context.Context) {
 			claims.Add(1)
+			infoMu.Lock()
+			infos = append(infos, activity.GetInfo(ctx))
+			infoMu.Unlock()
 			if activity.GetInfo(ctx).Attempt == 1 {
 				panic("the worker dies after the claim committed")
 			}
@@ -73,6 +79,25 @@ func TestDispatcherDeliversTheRowsOfAClaimWhoseResultWasLost(t *testing.T) {
 		return err == nil && dispatched == 3
 	}, 60*time.Second, 100*time.Millisecond, "the first attempt's rows are delivered by the retry")
 	require.GreaterOrEqual(t, claims.Load(), int32(2), "the claim was retried")
+	// The claim is a local activity whose retry keeps the run and the activity id, so
+	// the claim key finds the rows of the first attempt.
+	infoMu.Lock()
+	first, second := infos[0], infos[1]
+	infoMu.Unlock()
+	require.True(t, first.IsLocalActivity, "the dispatcher claims with a local activity")
+	require.Equal(t, int32(2), second.Attempt)
+	require.Equal(t, first.WorkflowExecution.RunID, second.WorkflowExecution.RunID)
+	require.Equal(t, first.ActivityID, second.ActivityID)
+	var keys []string
+	rows, err := pool.Query(ctx, `SELECT DISTINCT claim_key FROM pending_dispatch_requests`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		require.NoError(t, rows.Scan(&k))
+		keys = append(keys, k)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{first.WorkflowExecution.RunID + "/local-" + first.ActivityID}, keys, "one claim, under the local claim key")
 	var commands int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM command_queue`).Scan(&commands))
 	require.Equal(t, 3, commands, "each request delivered once")

@@ -49,11 +49,19 @@ func (r ClaimBatchResult) MarshalJSON() ([]byte, error) {
 }
 
 // claimKey names one claim, the same on every attempt of its activity: the dispatcher
-// run and the activity's id within it.
+// run and the activity's id within it. A local activity's id is its sequence number in
+// the run, kept by its retries and by a replay of the workflow task that ran it; it is
+// prefixed with localClaimPrefix, since a regular activity's id counts apart from it.
 func claimKey(ctx context.Context) string {
 	info := activity.GetInfo(ctx)
+	if info.IsLocalActivity {
+		return info.WorkflowExecution.RunID + "/" + localClaimPrefix + info.ActivityID
+	}
 	return info.WorkflowExecution.RunID + "/" + info.ActivityID
 }
+
+// localClaimPrefix marks the claim key of a local activity's claim.
+const localClaimPrefix = "local-"
 
 // ClaimBatch claims pending dispatch requests for the replica (conditional UPDATE from
 // pending to processing with a new claim epoch). A retry of a claim whose first attempt

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -50,6 +51,7 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 	}
 	wake := workflow.GetSignalChannel(ctx, WakeSignal)
 	opts := newDispatcherOptions(processing)
+	opts.local = workflow.GetVersion(ctx, localDispatchChangeID, workflow.DefaultVersion, localDispatchVersion) == localDispatchVersion
 
 	lastMaintenance := time.Time{}
 	for round := 0; round < rounds && !historyLong(ctx); round++ {
@@ -58,13 +60,16 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 			lastMaintenance = now
 		}
 		claimed, err := claimAndDeliver(ctx, opts, in)
-		if err != nil {
+		untilTick := max(in.PollInterval-workflow.Now(ctx).Sub(lastMaintenance), time.Millisecond)
+		switch {
+		case errors.Is(err, errClaimFailed):
+			untilTick = min(untilTick, claimRetryAfter)
+		case err != nil:
 			return err
-		}
-		if claimed == in.BatchSize {
+		case claimed == in.BatchSize:
 			continue // a full batch: more is likely waiting
 		}
-		waitForTickOrWake(ctx, wake, max(in.PollInterval-workflow.Now(ctx).Sub(lastMaintenance), time.Millisecond))
+		waitForTickOrWake(ctx, wake, untilTick)
 		if err := ctx.Err(); err != nil {
 			return err // cancelled: the replica is shutting down
 		}
@@ -77,6 +82,10 @@ func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 // dispatcherOptions are the activity options of the dispatch loop's activities.
 type dispatcherOptions struct {
 	claim, deliver, maintain workflow.ActivityOptions
+	// local claims and delivers with local activities, with localOpts (runs of
+	// localDispatchVersion).
+	local     bool
+	localOpts localDispatchOptions
 }
 
 // newDispatcherOptions builds the dispatch loop's activity options: a delivery is
@@ -92,7 +101,7 @@ func newDispatcherOptions(processing time.Duration) dispatcherOptions {
 	// the next tick.
 	maintainRetry := *retry
 	maintainRetry.MaximumAttempts = 3
-	return dispatcherOptions{
+	opts := dispatcherOptions{
 		claim: workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry},
 		// A delivery past the processing timeout is pointless: the rows are reclaimed and
 		// its writes would be refused as stale.
@@ -100,6 +109,8 @@ func newDispatcherOptions(processing time.Duration) dispatcherOptions {
 		maintain: workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, RetryPolicy: &maintainRetry,
 			Summary: "reclaim orphans, expire " + schema.DispatchRequestTTLText + "-old requests, requeue undelivered commands"},
 	}
+	opts.localOpts = newLocalDispatchOptions(opts)
+	return opts
 }
 
 // maintain runs the dispatch queue's maintenance; a failure waits for the next tick.
@@ -114,29 +125,21 @@ func maintain(ctx workflow.Context, opts workflow.ActivityOptions, replica strin
 
 // claimAndDeliver claims a batch and delivers what it claimed, and returns how many
 // requests it claimed. A failed delivery leaves the rows in processing, to be
-// reclaimed after the processing timeout; only a cancel or a failed claim is an error.
+// reclaimed after the processing timeout; a local claim that gave up returns
+// errClaimFailed; a cancel or any other failed claim ends the run.
 func claimAndDeliver(ctx workflow.Context, opts dispatcherOptions, in DispatcherInput) (int, error) {
-	var a *activities.Activities
-	claimOpts := opts.claim
-	claimOpts.Summary = fmt.Sprintf("claim up to %d pending requests for replica %s", in.BatchSize, in.ReplicaID)
-	var claim activities.ClaimBatchResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, claimOpts), a.ClaimBatch,
-		activities.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize}).Get(ctx, &claim); err != nil {
+	claim, err := executeClaim(ctx, opts, activities.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize},
+		fmt.Sprintf("claim up to %d pending requests for replica %s", in.BatchSize, in.ReplicaID))
+	if err != nil {
 		return 0, err
 	}
 	n := len(claim.Claimed)
 	if n == 0 {
 		return 0, nil
 	}
-	refs := make([]schema.ClaimRef, n)
-	for i, c := range claim.Claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
-	}
-	deliverOpts := opts.deliver
-	deliverOpts.Summary = deliverSummary(claim.Claimed)
-	var delivered activities.DeliverBatchResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, deliverOpts), a.DeliverBatch,
-		activities.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: refs}).Get(ctx, &delivered); err != nil {
+	err = executeDeliver(ctx, opts, activities.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: claimRefs(claim.Claimed)},
+		deliverSummary(claim.Claimed))
+	if err != nil {
 		if temporal.IsCanceledError(err) {
 			return n, err // the replica is shutting down
 		}

@@ -41,7 +41,10 @@ type scheduled struct {
 	// At is workflow time since testStart.
 	At      time.Duration
 	Options workflow.ActivityOptions
-	Input   any
+	// Local marks a local activity, scheduled with LocalOptions.
+	Local        bool
+	LocalOptions workflow.LocalActivityOptions
+	Input        any
 }
 
 // scheduleRecorder records every activity the workflow schedules, in order, with the
@@ -123,6 +126,15 @@ func (o *recordingOutbound) ExecuteActivity(ctx workflow.Context, activityType s
 	}
 	o.rec.add(s)
 	return o.Next.ExecuteActivity(ctx, activityType, args...)
+}
+
+func (o *recordingOutbound) ExecuteLocalActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	s := scheduled{Activity: activityType, At: workflow.Now(ctx).Sub(testStart), Local: true, LocalOptions: workflow.GetLocalActivityOptions(ctx)}
+	if len(args) == 1 {
+		s.Input = args[0]
+	}
+	o.rec.add(s)
+	return o.Next.ExecuteLocalActivity(ctx, activityType, args...)
 }
 
 // logged is one log record, with its attributes flattened.
@@ -501,32 +513,27 @@ func TestDispatcherCarriesOnAfterDeliveryFailure(t *testing.T) {
 	t.Parallel()
 	dt := setup(t)
 	in := input(2)
-	// Shorter than the retries the test environment allows (it caps attempts at 10), so
-	// the processing timeout is what ends them.
-	in.ProcessingTimeout = 20 * time.Second
 	dt.claims = [][]schema.ClaimedRequest{requests(1, 2), requests(2, 1)}
 	var mu sync.Mutex
-	var attempts []time.Duration // workflow time of each attempt on the first batch
+	attempts := 0 // attempts on the first batch
 	dt.deliver = func(_ int, req activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if req.Requests[0].ID == dt.claims[0][0].ID {
-			attempts = append(attempts, dt.env.Now().Sub(testStart))
+			attempts++
 		}
 		return activities.DeliverBatchResult{}, errors.New("writing command_queue: connection refused")
 	}
 
 	requireContinuedAsNew(t, dt.run(in))
 
-	// The first delivery is retried until the processing timeout, then given up (the rows
-	// stay in processing for maintenance to reclaim); the loop goes on, claims on the
-	// tick and delivers the next batch.
+	// The local delivery is retried a few times, then given up (the rows stay in
+	// processing for maintenance to reclaim); the loop goes on, claims on the tick and
+	// delivers the next batch.
 	mu.Lock()
 	defer mu.Unlock()
-	require.Greater(t, len(attempts), 1, "a failed delivery is retried")
-	require.Less(t, len(attempts), 10, "retries end at the processing timeout")
-	require.LessOrEqual(t, attempts[len(attempts)-1], in.ProcessingTimeout)
-	require.Equal(t, []time.Duration{0, in.PollInterval}, dt.rec.times(claimActivity))
+	require.Equal(t, localAttempts, attempts, "a failed delivery is retried a few times")
+	require.Len(t, dt.rec.of(claimActivity), 2)
 	deliveries := dt.rec.of(deliverActivity)
 	require.Len(t, deliveries, 2)
 	require.Equal(t, refs(dt.claims[1]), deliveries[1].Input.(activities.DeliverBatchInput).Requests)
@@ -609,18 +616,29 @@ func TestDispatcherActivityOptions(t *testing.T) {
 
 		all := dt.rec.all()
 		require.Len(t, all, 3)
-		for _, s := range all {
-			require.Positive(t, s.Options.StartToCloseTimeout, s.Activity)
-			require.NotNil(t, s.Options.RetryPolicy, s.Activity)
-			require.Contains(t, s.Options.RetryPolicy.NonRetryableErrorTypes, activities.InvalidInput, s.Activity)
-			require.NotEmpty(t, s.Options.Summary, s.Activity)
-		}
-		require.Equal(t, "claim up to 10 pending requests for replica mandible-a", all[1].Options.Summary)
-		require.Equal(t, deliverSummary(batch), all[2].Options.Summary)
-		// A delivery outliving the processing timeout would only be refused as stale.
-		require.Equal(t, in.ProcessingTimeout, all[2].Options.ScheduleToCloseTimeout)
+		maintain, claim, deliver := all[0], all[1], all[2]
+		// Maintenance stays a regular activity; the claim and the delivery run in the
+		// workflow task as local activities, with a few short attempts.
+		require.False(t, maintain.Local)
+		require.Positive(t, maintain.Options.StartToCloseTimeout)
+		require.Contains(t, maintain.Options.RetryPolicy.NonRetryableErrorTypes, activities.InvalidInput)
+		require.NotEmpty(t, maintain.Options.Summary)
 		// Failing maintenance gives up after a few attempts instead of holding up claims.
-		require.Equal(t, int32(3), all[0].Options.RetryPolicy.MaximumAttempts)
+		require.Equal(t, int32(3), maintain.Options.RetryPolicy.MaximumAttempts)
+		for _, s := range []scheduled{claim, deliver} {
+			require.True(t, s.Local, s.Activity)
+			o := s.LocalOptions
+			require.Positive(t, o.StartToCloseTimeout, s.Activity)
+			require.NotNil(t, o.RetryPolicy, s.Activity)
+			require.Contains(t, o.RetryPolicy.NonRetryableErrorTypes, activities.InvalidInput, s.Activity)
+			require.Equal(t, int32(localAttempts), o.RetryPolicy.MaximumAttempts, s.Activity)
+			// Retries stay within the workflow task, under the same activity id.
+			require.Less(t, o.RetryPolicy.MaximumInterval, 10*time.Second, s.Activity)
+		}
+		require.Equal(t, "claim up to 10 pending requests for replica mandible-a", claim.LocalOptions.Summary)
+		require.Equal(t, deliverSummary(batch), deliver.LocalOptions.Summary)
+		// A delivery outliving the processing timeout would only be refused as stale.
+		require.Equal(t, in.ProcessingTimeout, deliver.LocalOptions.ScheduleToCloseTimeout)
 	})
 
 	t.Run("default processing timeout", func(t *testing.T) {
@@ -634,7 +652,7 @@ func TestDispatcherActivityOptions(t *testing.T) {
 
 		deliveries := dt.rec.of(deliverActivity)
 		require.Len(t, deliveries, 1)
-		require.Equal(t, 300*time.Second, deliveries[0].Options.ScheduleToCloseTimeout)
+		require.Equal(t, 300*time.Second, deliveries[0].LocalOptions.ScheduleToCloseTimeout)
 	})
 }
 
