@@ -28,6 +28,7 @@ const (
 	cancelAsked = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
 	upserted    = enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
 	actFailed   = enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED
+	marker      = enumspb.EVENT_TYPE_MARKER_RECORDED
 )
 
 // steps makes n steps named after their position.
@@ -118,17 +119,21 @@ func startDispatcher(t *testing.T, r recorder, in workflows.DispatcherInput) cli
 func dispatcherScenarios() []scenario {
 	// Rounds: a full batch (maintenance first), a partial one then a wake-up, an empty
 	// claim then the tick, a failed delivery then the tick, an empty claim, then
-	// continue-as-new after RoundsPerRun.
+	// continue-as-new after RoundsPerRun. The claims and deliveries run as local
+	// activities (markers), maintenance as regular ones.
 	rounds := newDispatchStandIn(2, 1, 0, 1, 0)
 	rounds.deliverFailsAt = 2
 	waiting := newDispatchStandIn(1)
 	waiting.maintainFails = true
 	delivering := newDispatchStandIn(2)
 	delivering.deliverBlocksAt = 0
+	// A claim whose local attempts all fail, then the round after the short wait.
+	claimFails := newDispatchStandIn(1)
+	claimFails.claimFails = 3
 	topology := &topologyStandIn{}
 	return []scenario{
 		{name: "dispatcher_rounds_continue_as_new", activities: rounds,
-			want:      []enumspb.EventType{signaled, timerCancel, timerFired, actFailed, continued},
+			want:      []enumspb.EventType{marker, signaled, timerCancel, timerFired, continued},
 			scheduled: map[string]int{"MaintainDispatchQueue": 3, "ClaimBatch": 5, "DeliverBatch": 3},
 			run: func(t *testing.T, r recorder) client.WorkflowRun {
 				run := startDispatcher(t, r, workflows.DispatcherInput{
@@ -136,6 +141,11 @@ func dispatcherScenarios() []scenario {
 				waitForEvents(t, r.c, run, timerStart, 1)
 				require.NoError(t, r.c.SignalWorkflow(context.Background(), run.GetID(), run.GetRunID(), workflows.WakeSignal, nil))
 				return run
+			}},
+		{name: "dispatcher_claim_failed", activities: claimFails, want: []enumspb.EventType{marker, timerFired, continued},
+			scheduled: map[string]int{"ClaimBatch": 2, "DeliverBatch": 1},
+			run: func(t *testing.T, r recorder) client.WorkflowRun {
+				return startDispatcher(t, r, workflows.DispatcherInput{PollInterval: 8 * time.Second, BatchSize: 2, RoundsPerRun: 2})
 			}},
 		{name: "dispatcher_cancelled_waiting", activities: waiting, want: []enumspb.EventType{actFailed, cancelAsked, canceled},
 			scheduled: map[string]int{"DeliverBatch": 1},

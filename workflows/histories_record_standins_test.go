@@ -140,8 +140,10 @@ type dispatchStandIn struct {
 	deliverBlocksAt int
 	// maintainFails makes every maintenance fail.
 	maintainFails bool
-	blocked       chan struct{}
-	release       chan struct{}
+	// claimFails is how many ClaimBatch calls fail first (a lost database connection).
+	claimFails int
+	blocked    chan struct{}
+	release    chan struct{}
 
 	mu       sync.Mutex
 	claimN   int
@@ -160,6 +162,10 @@ func newDispatchStandIn(claims ...int) *dispatchStandIn {
 func (d *dispatchStandIn) ClaimBatch(_ context.Context, in activities.ClaimBatchInput) (activities.ClaimBatchResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.claimFails > 0 {
+		d.claimFails--
+		return activities.ClaimBatchResult{}, errors.New("claiming dispatch requests: connection refused")
+	}
 	n := 0
 	if d.claimN < len(d.claims) {
 		n = min(d.claims[d.claimN], in.Limit)

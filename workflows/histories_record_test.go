@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -164,12 +165,22 @@ func requireEvents(t *testing.T, h *historypb.History, want []enumspb.EventType)
 	}
 }
 
+// localActivityMarker is the name of the marker that records a local activity.
+const localActivityMarker = "LocalActivity"
+
+// requireScheduled checks how many times the history runs each activity, scheduled
+// or run locally (a LocalActivity marker).
 func requireScheduled(t *testing.T, h *historypb.History, want map[string]int) {
 	t.Helper()
 	have := map[string]int{}
 	for _, e := range h.GetEvents() {
 		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
 			have[a.GetActivityType().GetName()]++
+		}
+		if m := e.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == localActivityMarker {
+			var data struct{ ActivityType string }
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &data))
+			have[data.ActivityType]++
 		}
 	}
 	for name, n := range want {
