@@ -56,10 +56,10 @@ WITH target_default AS (
     UNION ALL
     SELECT c.target_id FROM command_queue c WHERE c.status IN ('queued', 'running')
 ), busy AS (
-    SELECT a.target_id FROM active a JOIN targets bt ON bt.id = a.target_id
+    SELECT a.target_id FROM (SELECT ac.target_id, count(*) AS running FROM active ac GROUP BY ac.target_id) a
+    JOIN targets bt ON bt.id = a.target_id
     LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = bt.name
-    GROUP BY a.target_id, own.max_running
-    HAVING count(*) >= coalesce(own.max_running, (SELECT d.max_running FROM target_default d), 1)
+    WHERE a.running >= coalesce(own.max_running, (SELECT d.max_running FROM target_default d), 1)
 ), locked AS MATERIALIZED (
     SELECT p.id, p.target_id, p.priority_rank, p.created_at
     FROM pending_dispatch_requests p
