@@ -50,7 +50,7 @@ func decideInConsole(t *testing.T, b *browser, poll, listen string) {
 	require.Contains(t, b.text("#action-result"), "Recorded: approve")
 	require.Equal(t, 1, eval[int](b, `document.querySelectorAll("#grid tbody .s-failed").length`), "one target failed the risky step")
 	require.Contains(t, b.text("#analysis"), "Exit 3")
-	b.screenshot("console-deployment-waiting-1280", true)
+	b.screenshot("console-deployment-waiting-1280", true, true)
 
 	b.run("retrying the failed target", consoleTimeout, chromedp.Click(chromedp.CSS(`#actions button[data-decision="retry"]`)))
 	b.wait("waiting for the retry to succeed",

@@ -202,11 +202,15 @@ func (b *browser) axeViolations(name string) []axeViolation {
 	return all
 }
 
-// screenshot saves the whole page as <name>.png in the screenshot directory and,
-// when asked to, copies a desktop one to docs/screenshots.
-func (b *browser) screenshot(name string, docs bool) {
+// screenshot saves the page (whole, or what the viewport shows) as <name>.png in
+// the screenshot directory and, when asked to, copies it to docs/screenshots.
+func (b *browser) screenshot(name string, whole, docs bool) {
 	b.t.Helper()
-	png := result(b, "screenshot "+name, 30*time.Second, chromedp.FullScreenshot(100))
+	shot := chromedp.CaptureScreenshot()
+	if whole {
+		shot = chromedp.FullScreenshot(100)
+	}
+	png := result(b, "screenshot "+name, 30*time.Second, shot)
 	path := filepath.Join(b.shotsDir, name+".png")
 	require.NoError(b.t, os.WriteFile(path, png, 0o644))
 	if docs && os.Getenv(updateScreenshotsVar) == "1" {

@@ -396,6 +396,7 @@
   // ---- dispatch queue ----
   const PRIORITIES = ["high", "normal", "low"];
   const STATES = ["pending", "processing", "dispatched", "failed", "expired"];
+  const SHOWN_WAITING = 100;
   async function queuePage() {
     const r = await call("GET", "/api/v1/dispatch-requests?limit=1000");
     const reqs = r.ok ? r.body.requests : [];
@@ -407,7 +408,9 @@
     const waiting = reqs.filter((q) => q.status === "pending" || q.status === "processing");
     const tbody = document.querySelector("#requests tbody");
     if (!r.ok) { fillBody(tbody, [], 6, problemText(r)); return; }
-    fillBody(tbody, waiting.map((q) => el("tr", {}, el("td", { text: q.target }), el("td", {}, statusEl(q.status)),
+    $("requests-shown").textContent = waiting.length > SHOWN_WAITING
+      ? "Showing the newest " + SHOWN_WAITING + " of " + waiting.length + " waiting requests." : "";
+    fillBody(tbody, waiting.slice(0, SHOWN_WAITING).map((q) => el("tr", {}, el("td", { text: q.target }), el("td", {}, statusEl(q.status)),
       el("td", { text: q.priority }), el("td", { text: q.attempts + " / " + q.max_attempts }),
       el("td", { text: q.held_by || "—" }), el("td", { text: q.reason }))), 6, "Nothing waits: every request was dispatched or ended.");
   }
