@@ -47,9 +47,9 @@ const unlimitedClaimSQL = `
 // benchClaimer claims up to benchLimitBatch rows and says how many it won.
 type benchClaimer func(ctx context.Context, conn *pgx.Conn) (int, error)
 
-// BenchmarkClaimAgainstBare drains the queue of BenchmarkClaimLimits (1,000 labelled
-// targets, 10 requests each, no label limit, the per-target default at 1 so that it
-// binds) in claims of 100 with ClaimPending, with the bare SKIP LOCKED claim and with
+// BenchmarkClaimAgainstBare drains a queue of 1,000 labelled targets, 10 requests
+// each, one of each target in turn (no label limit, the per-target default at 1 so
+// that it binds), in claims of 100 with ClaimPending, with the bare SKIP LOCKED claim and with
 // the claim as it was before limits, in one run. After each claim its rows leave
 // processing (delivered, their commands ended), untimed. The figures are rows claimed
 // per second and each one's ratio to the bare claim.
@@ -102,7 +102,7 @@ func countRows(rows pgx.Rows, err error) (int, error) {
 func drainWith(b *testing.B, claim benchClaimer) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
-	bd := fillLimitsQueue(b, false)
+	bd := fillLimitsQueue(b, false, true)
 	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 1}, "bench")
 	require.NoError(b, err)
 	conn, err := bd.pool.Acquire(bd.ctx)

@@ -40,7 +40,7 @@ func BenchmarkClaimLimits(b *testing.B) {
 func drainWithLimits(b *testing.B, labelLimits bool) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
-	bd := fillLimitsQueue(b, labelLimits)
+	bd := fillLimitsQueue(b, labelLimits, false)
 	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: benchLimitPerTarget}, "bench")
 	require.NoError(b, err)
 	var claiming time.Duration
@@ -62,16 +62,22 @@ func drainWithLimits(b *testing.B, labelLimits bool) time.Duration {
 }
 
 // fillLimitsQueue enqueues 10 requests on each of 1,000 labelled targets, with the
-// four label limits when labelLimits is set, and vacuums the queue.
-func fillLimitsQueue(b *testing.B, labelLimits bool) dispatchBundle {
+// four label limits when labelLimits is set, and vacuums the queue. The requests of
+// a target follow each other in the queue, or, with interleave, the queue takes one
+// request of each target in turn (as deployments over a fleet enqueue them).
+func fillLimitsQueue(b *testing.B, labelLimits, interleave bool) dispatchBundle {
 	bd := setupDispatch(b)
-	var reqs []schema.NewDispatchRequest
+	reqs := make([]schema.NewDispatchRequest, benchLimitTargets*benchLimitPerTarget)
 	for i := range benchLimitTargets {
 		name := fmt.Sprintf("host-%04d", i)
 		labels := fmt.Sprintf(`{"env":%q,"region":%q}`, []string{"prod", "staging", "dev"}[i%3], []string{"eu", "us"}[i%2])
 		bd.addLabelledTarget(b, name, labels)
 		for j := range benchLimitPerTarget {
-			reqs = append(reqs, req(fmt.Sprintf("%s-%d", name, j), name, "normal"))
+			at := i*benchLimitPerTarget + j
+			if interleave {
+				at = j*benchLimitTargets + i
+			}
+			reqs[at] = req(fmt.Sprintf("%s-%d", name, j), name, "normal")
 		}
 	}
 	for start := 0; start < len(reqs); start += 1000 {

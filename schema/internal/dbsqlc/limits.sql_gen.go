@@ -182,9 +182,19 @@ const claimWithinTargetRoom = `-- name: ClaimWithinTargetRoom :many
 WITH c AS (
     SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS target_id, unnest($3::int[]) AS cap,
            generate_subscripts($1::uuid[], 1) AS ord
+), running AS (
+    -- What target_running counts, for all the targets in one pass: the claim keeps
+    -- each target within its cap, so stopping at the cap would save little, and one
+    -- scan visits each page once where a count per target revisits them.
+    SELECT x.target_id, count(*) AS running FROM (
+        SELECT a.target_id FROM pending_dispatch_requests a WHERE a.status = 'processing' AND a.target_id = ANY($2::uuid[])
+        UNION ALL
+        SELECT q.target_id FROM command_queue q WHERE q.status IN ('queued', 'running') AND q.target_id = ANY($2::uuid[])
+    ) x GROUP BY x.target_id
 ), room AS (
-    SELECT d.target_id, d.cap - target_running(d.target_id, d.cap) AS room
+    SELECT d.target_id, d.cap - coalesce(r.running, 0) AS room
     FROM (SELECT DISTINCT c.target_id, c.cap FROM c) d
+    LEFT JOIN running r ON r.target_id = d.target_id
 ), ranked AS (
     SELECT c.id, c.ord, row_number() OVER (PARTITION BY c.target_id ORDER BY c.ord) <= r.room AS admitted
     FROM c JOIN room r ON r.target_id = c.target_id
@@ -192,8 +202,7 @@ WITH c AS (
     UPDATE pending_dispatch_requests p
     SET status = 'processing', claimed_by = $4::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
         claim_key = nullif($5::text, '')
-    FROM ranked a
-    WHERE p.id = a.id AND a.admitted AND p.status = 'pending'
+    WHERE p.id = ANY(ARRAY(SELECT a.id FROM ranked a WHERE a.admitted)) AND p.status = 'pending'
     RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
 )
 SELECT a.id::uuid AS id, a.admitted::bool AS admitted, (cl.id IS NOT NULL)::bool AS claimed,
@@ -227,11 +236,12 @@ type ClaimWithinTargetRoomRow struct {
 
 // ClaimWithinTargetRoom is the second and last statement of a claim round whose rows
 // fall under no label limit: in a snapshot taken after ClaimCandidates' locks, it
-// counts what runs on each target of the rows (target_running, up to the cap) and
+// counts what runs on each target of the rows (what target_running counts) and
 // claims, in the order given, the first rows of each target that fit (the seed's
 // conditional UPDATE from pending to processing, with a new claim epoch). Each row
 // comes back, in order, with whether it fitted (admitted) and whether the update won
-// it (claimed).
+// it (claimed). The rows to update are given as an array so that even a generic plan
+// finds them by primary key rather than by joining the whole queue.
 func (q *Queries) ClaimWithinTargetRoom(ctx context.Context, db DBTX, arg ClaimWithinTargetRoomParams) ([]ClaimWithinTargetRoomRow, error) {
 	rows, err := db.Query(ctx, claimWithinTargetRoom,
 		arg.Ids,
