@@ -72,6 +72,7 @@ func TestRoutesAnswerAsDocumented(t *testing.T) {
 	b.deploymentLifecycle(t)
 	b.fleetExchanges(t)
 	b.limitExchanges(t)
+	b.decisionExchanges(t)
 	b.call(t, exchange{method: "DELETE", path: "/api/v1/targets/web-1", token: A, want: 204})
 	for key, op := range operations(b.doc) {
 		ok := false

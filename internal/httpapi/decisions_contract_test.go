@@ -1,0 +1,97 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/workflows"
+)
+
+// approvalStandIn plays the Deployment's activities so that a deployment created
+// through the API waits at its approval step: the contract is the API's, the
+// workflow's own behaviour is tested in package workflows and end to end.
+type approvalStandIn struct{}
+
+func (approvalStandIn) StartDeployment(_ context.Context, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
+	id, err := activities.DeploymentIDFor(in.WorkflowID, in.Spec)
+	return activities.StartDeploymentResult{DeploymentID: id.String(), TargetCount: 1}, err
+}
+func (approvalStandIn) StartStep(context.Context, activities.StartStepInput) error   { return nil }
+func (approvalStandIn) FinishStep(context.Context, activities.FinishStepInput) error { return nil }
+func (approvalStandIn) SkipSteps(context.Context, activities.SkipStepsInput) error   { return nil }
+func (approvalStandIn) SetWaiting(context.Context, activities.SetWaitingInput) error { return nil }
+func (approvalStandIn) CancelDeploymentWork(context.Context, string) (int, error)    { return 0, nil }
+func (approvalStandIn) AdvanceStep(context.Context, activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	return schema.StepProgress{Total: 1, Enqueued: 1, Succeeded: 1, Done: true, Status: schema.StepSucceeded}, nil
+}
+func (approvalStandIn) FinishDeployment(_ context.Context, in activities.FinishDeploymentInput) (string, error) {
+	return in.Status, nil
+}
+func (approvalStandIn) RecordDecision(_ context.Context, in activities.RecordDecisionInput) (api.Decision, error) {
+	return api.Decision{Decision: in.Decision, By: in.By, At: in.At, Step: in.Step, Comment: in.Comment}, nil
+}
+
+// decisionExchanges creates a deployment whose first step is an approval, runs its
+// workflow on a worker with stand-in activities, and takes decisions through the
+// document: refusals first, then an approval.
+func (b *contractBundle) decisionExchanges(t *testing.T) {
+	t.Helper()
+	R, D := contractRead, contractDeploy
+	gated := `{"name":"gated","targets":["web-1"],"steps":[{"name":"ok","kind":"approval","approvers":["ci"]},{"name":"s","command":"true"}]}`
+	var created api.CreatedDeployment
+	require.NoError(t, json.Unmarshal(b.call(t, exchange{method: "POST", path: "/api/v1/deployments", token: D, body: gated, want: 202}), &created))
+	c := runStandInWorker(t, created.ID.String())
+	path := "/api/v1/deployments/" + created.ID.String() + "/decisions"
+	waitForApproval(t, c, created.ID.String())
+	for _, ex := range []exchange{
+		{method: "POST", path: path, token: D, body: `{"decision":"retry"}`, want: 409},
+		{method: "POST", path: path, token: D, body: `{"decision":"maybe"}`, want: 400, invalid: true},
+		{method: "POST", path: path, token: D, body: `{"decision":"approve","extra":1}`, want: 400, invalid: true},
+		{method: "POST", path: path, token: R, body: `{"decision":"approve"}`, want: 403},
+		{method: "POST", path: "/api/v1/deployments/00000000-0000-0000-0000-000000000001/decisions", token: D, body: `{"decision":"approve"}`, want: 404},
+		{method: "POST", path: path, token: D, body: `{"decision":"approve","comment":"reviewed"}`, want: 200},
+		{method: "GET", path: path, token: R, want: 200},
+		{method: "GET", path: "/api/v1/deployments/not-a-uuid/decisions", token: R, want: 400},
+	} {
+		b.call(t, ex)
+	}
+}
+
+// runStandInWorker runs the deployment's workflow on a worker with stand-in activities,
+// on the task queue the API started it on.
+func runStandInWorker(t *testing.T, id string) client.Client {
+	t.Helper()
+	tsrv := testenv.TemporalServer(t)
+	c, err := client.Dial(client.Options{HostPort: tsrv.Address, Namespace: tsrv.Namespace})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	d, err := c.DescribeWorkflow(context.Background(), workflows.DeploymentWorkflowID(id), "")
+	require.NoError(t, err)
+	w := worker.New(c, d.TaskQueueName, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.Deployment, workflow.RegisterOptions{Name: workflows.DeploymentWorkflowType})
+	w.RegisterActivity(&approvalStandIn{})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return c
+}
+
+// waitForApproval waits until the deployment's workflow waits for an approval.
+func waitForApproval(t *testing.T, c client.Client, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		v, err := c.QueryWorkflow(context.Background(), workflows.DeploymentWorkflowID(id), "", workflows.ProgressQuery)
+		var p workflows.DeploymentProgressView
+		return err == nil && v.Get(&p) == nil && p.Waiting != nil
+	}, time.Minute, 100*time.Millisecond, "the deployment never waited for its approval")
+}
