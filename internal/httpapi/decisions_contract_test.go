@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/workers"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -76,6 +79,12 @@ func runStandInWorker(t *testing.T, id string) client.Client {
 	c, err := client.Dial(client.Options{HostPort: tsrv.Address, Namespace: tsrv.Namespace})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
+	// The workflow sets Mantis's search attributes, which Mandible registers at start-up:
+	// on a fresh server no Mandible may have run yet.
+	require.NoError(t, workers.PrepareNamespace(context.Background(), workers.NamespaceSetup{
+		Client: c, Namespace: tsrv.Namespace, Keys: workflows.SearchAttributes(), Mode: config.SearchAttributesRegister,
+		Wait: time.Minute, Logger: slog.New(slog.DiscardHandler),
+	}))
 	d, err := c.DescribeWorkflow(context.Background(), workflows.DeploymentWorkflowID(id), "")
 	require.NoError(t, err)
 	w := worker.New(c, d.TaskQueueName, worker.Options{})
