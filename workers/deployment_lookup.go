@@ -19,7 +19,7 @@ type DeploymentLookup struct {
 
 // Started reports whether deployment id's workflow exists, running or closed.
 func (l DeploymentLookup) Started(ctx context.Context, id uuid.UUID) (bool, error) {
-	_, err := l.Client.DescribeWorkflowExecution(ctx, workflows.DeploymentWorkflowID(id.String()), "")
+	_, err := l.Client.DescribeWorkflow(ctx, workflows.DeploymentWorkflowID(id.String()), "")
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &notFound):
