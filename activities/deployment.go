@@ -72,6 +72,10 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	if err := s.Validate(); err != nil {
 		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
 	}
+	if problems := spec.NotCarriedOut(s); len(problems) > 0 {
+		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(
+			"invalid deployment spec: "+strings.Join(problems, "; "), InvalidSpec, nil)
+	}
 	id, err := DeploymentIDFor(in.WorkflowID, s)
 	if err != nil {
 		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)

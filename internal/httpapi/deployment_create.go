@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -33,6 +34,9 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		if ok {
 			s.writePlan(w, r, d)
 		}
+		return
+	}
+	if !refuseNotCarriedOut(w, r, d) {
 		return
 	}
 	overridden, ok := s.freezeGate(w, r, d)
@@ -79,6 +83,23 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusAccepted
 	}
 	api.WriteJSON(w, code, api.CreatedDeployment{ID: id, Status: view.Status, Created: created, Links: s.links(id)})
+}
+
+// refuseNotCarriedOut answers 400, naming each field, for a spec that sets rollout
+// fields the Deployment workflow does not carry out yet (a plan may show them), and
+// reports whether d may be created.
+func refuseNotCarriedOut(w http.ResponseWriter, r *http.Request, d spec.Deployment) bool {
+	notYet := spec.NotCarriedOut(d)
+	if len(notYet) == 0 {
+		return true
+	}
+	problems := make([]api.FieldProblem, len(notYet))
+	for i, p := range notYet {
+		field, problem, _ := strings.Cut(p, ": ")
+		problems[i] = api.FieldProblem{Field: field, Problem: problem}
+	}
+	api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidSpec, "invalid deployment spec: rollouts are not carried out yet", problems...)
+	return false
 }
 
 // readSpec reads the body as a spec, with its defaults, and checks what the spec
