@@ -39,6 +39,11 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := testenv.MigratedPool(t)
+	// Every command of these tests runs on one target: they analyse results, not the
+	// per-target concurrency default (one running command).
+	_, err := schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+		MaxRunning: schema.MaxLimitRunning}, "test")
+	require.NoError(t, err)
 	instance, err := schema.RegisterInstance(ctx, pool, "thorax-1", "test")
 	require.NoError(t, err)
 	_, err = schema.Heartbeat(ctx, pool, schema.HeartbeatRequest{Instance: instance, PollTargets: []string{target}})
