@@ -72,6 +72,11 @@ func setupBrokerRig(t *testing.T, mandibleBroker bool) *brokerRig {
 	t.Cleanup(pool.Close)
 	_, err = schema.Migrate(ctx, pool)
 	require.NoError(t, err)
+	// The rig puts many requests on one target to see the broker's order and retry
+	// steps, not the per-target concurrency default (one running command).
+	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+		MaxRunning: schema.MaxLimitRunning}, "test")
+	require.NoError(t, err)
 	r.pool = pool
 	_, err = pool.Exec(ctx, `INSERT INTO thorax_instances (id, name) VALUES ($1, 'placement')`, r.placement)
 	require.NoError(t, err)
