@@ -2,25 +2,18 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/cli"
+	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
 
 // closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
+func closedPort(t *testing.T) string { return clitest.FreeAddress(t) }
 
 // connectConfig writes a mandible.toml that reaches the test stack's PostgreSQL,
 // RabbitMQ (the broker's password given) and Temporal, with dbURL as database.url.
