@@ -31,9 +31,12 @@ type heldThorax struct {
 	attempts chan *mantisv1.ReportResultRequest // every report attempt
 	accepted chan *mantisv1.ReportResultRequest // the reports it acknowledged
 	held     atomic.Bool
+	polls    atomic.Int32 // polls in flight
 }
 
 func (f *heldThorax) PollCommands(ctx context.Context, req *mantisv1.PollCommandsRequest) (*mantisv1.PollCommandsResponse, error) {
+	f.polls.Add(1)
+	defer f.polls.Add(-1)
 	select {
 	case c := <-f.commands:
 		return &mantisv1.PollCommandsResponse{Commands: []*mantisv1.Command{c}}, nil
@@ -126,6 +129,11 @@ dir = %q
 	require.Equal(t, "run\n", readMarker(t, marker))
 	require.Empty(t, thorax.accepted, "nothing was acknowledged before the kill:\n%s", logs)
 
+	// The killed agent's last poll may still be open on the server until it
+	// sees the connection close; a command queued now could go to that dead
+	// poll and be lost, so wait for it to end first.
+	require.Eventually(t, func() bool { return thorax.polls.Load() == 0 }, 30*time.Second, 10*time.Millisecond,
+		"the killed agent's poll never ended on the server")
 	// Thorax hands the request out again, as a redelivery would.
 	redelivery := &mantisv1.Command{Id: uuid.NewString(), Target: "web-1", Mode: "poll", LeaseEpoch: 8,
 		DispatchRequestId: cmd.DispatchRequestId, Command: cmd.Command}
