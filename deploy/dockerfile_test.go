@@ -124,7 +124,7 @@ func TestDockerfileRules(t *testing.T) {
 		}
 		return s
 	}(), "\n")
-	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w"`} {
+	for _, want := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags "-s -w`} {
 		require.Contains(t, build, want, "static, reproducible binaries")
 	}
 }
