@@ -14,7 +14,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
-	tlog "go.temporal.io/sdk/log"
 
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/config"
@@ -33,7 +32,7 @@ func Options(cfg config.Temporal, logger *slog.Logger) (client.Options, *codec.C
 	if err != nil {
 		return client.Options{}, nil, fmt.Errorf("building the Temporal connection: %w", err)
 	}
-	opts.Logger = tlog.NewStructuredLogger(logger)
+	opts.Logger = Logger(logger)
 	tracing, err := telemetry.TemporalInterceptor()
 	if err != nil {
 		return client.Options{}, nil, fmt.Errorf("building the Temporal tracing interceptor: %w", err)
