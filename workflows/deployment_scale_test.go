@@ -78,9 +78,10 @@ func (s *scaleStandIn) FinishDeployment(_ context.Context, in activities.FinishD
 
 func (s *scaleStandIn) CancelDeploymentWork(context.Context, string) (int, error) { return 0, nil }
 
-// runFigure is one run's history as the server counts it.
+// runFigure is one run's history as the server counts it, and what the run carried.
 type runFigure struct {
 	events, bytes int64
+	load          runLoad
 }
 
 // runFigures walks a workflow's runs from the first through every continue-as-new.
@@ -91,7 +92,8 @@ func runFigures(ctx context.Context, t *testing.T, c client.Client, id, runID st
 		d, err := rawDescription(c.DescribeWorkflow(ctx, id, runID))
 		require.NoError(t, err)
 		info := d.GetWorkflowExecutionInfo()
-		out = append(out, runFigure{events: info.GetHistoryLength(), bytes: info.GetHistorySizeBytes()})
+		out = append(out, runFigure{events: info.GetHistoryLength(), bytes: info.GetHistorySizeBytes(),
+			load: runLoadOf(ctx, t, c, id, runID)})
 		next := ""
 		it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
 		for it.HasNext() {
@@ -108,7 +110,8 @@ func runFigures(ctx context.Context, t *testing.T, c client.Client, id, runID st
 
 // TestDeploymentHistoryAtScale runs 10,000-target deployments on the Temporal dev server
 // with stand-in activities, and checks every run of each (through every continue-as-new)
-// against a tenth of Temporal's history limits. The figures are in the README.
+// against a tenth of Temporal's limits: history events and bytes, the largest payload
+// and the activities pending at once. The figures are in the README.
 func TestDeploymentHistoryAtScale(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	c, err := client.Dial(client.Options{
@@ -166,13 +169,20 @@ func TestDeploymentHistoryAtScale(t *testing.T) {
 
 			figs := runFigures(ctx, t, c, run.GetID(), firstRun)
 			var maxEvents, maxBytes int64
+			var maxPayload, maxPending int
 			for i, f := range figs {
-				t.Logf("%s run %d: %d events, %d bytes", sc.name, i+1, f.events, f.bytes)
+				t.Logf("%s run %d: %d events, %d bytes, largest payload %d bytes (%s), at most %d activities pending",
+					sc.name, i+1, f.events, f.bytes, f.load.maxPayload, f.load.payloadEvent, f.load.maxPending)
 				maxEvents, maxBytes = max(maxEvents, f.events), max(maxBytes, f.bytes)
+				maxPayload, maxPending = max(maxPayload, f.load.maxPayload), max(maxPending, f.load.maxPending)
 				require.Less(t, f.events, int64(historyEventLimit*historyShare/100), "run %d", i+1)
 				require.Less(t, f.bytes, int64(historyBytesLimit*historyShare/100), "run %d", i+1)
+				require.Less(t, f.load.maxPayload, payloadBytesLimit*historyShare/100, "run %d: largest payload", i+1)
+				require.Less(t, f.load.maxPending, pendingActivityLimit*historyShare/100, "run %d: pending activities", i+1)
+				require.Positive(t, f.load.maxPending, "run %d schedules activities", i+1)
 			}
-			t.Logf("| %s | %d × %d | %d | %d | %d | %s |", sc.name, sc.steps, len(targets), len(figs), maxEvents, maxBytes, took.Round(time.Second))
+			t.Logf("| %s | %d × %d | %d | %d | %d | %d | %d | %s |", sc.name, sc.steps, len(targets), len(figs),
+				maxEvents, maxBytes, maxPayload, maxPending, took.Round(time.Second))
 			if sc.calls > 300 {
 				require.Greater(t, len(figs), 1, "a step longer than a run's budget continues as new")
 			}
