@@ -41,6 +41,9 @@ func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, er
 	if d.Waiting, err = DeploymentWaitingFor(ctx, db, id); err != nil {
 		return DeploymentView{}, err
 	}
+	if err := withLink(ctx, db, &d); err != nil {
+		return DeploymentView{}, err
+	}
 	steps, err := queries.StepsOfDeployment(ctx, db, id)
 	if err != nil {
 		return DeploymentView{}, fmt.Errorf("reading steps: %w", err)

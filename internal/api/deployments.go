@@ -67,6 +67,12 @@ type Deployment struct {
 	Steps      []Step          `json:"steps,omitempty"`
 	// Waiting is set while the deployment waits for a person's decision.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// PreviousDeploymentID, Relation and FromStep are set on a deployment made from
+	// another one: Relation is RelationResume or RelationRerun, and FromStep is the
+	// previous deployment's step (0-based) a resume starts from.
+	PreviousDeploymentID *uuid.UUID `json:"previous_deployment_id,omitempty"`
+	Relation             *string    `json:"relation,omitempty"`
+	FromStep             *int       `json:"from_step,omitempty"`
 }
 
 // Step is a step with its per-target results.

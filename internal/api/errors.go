@@ -41,6 +41,9 @@ const (
 	CodeFrozen ErrorCode = "frozen"
 	// CodeNotWaiting answers 409 for a decision the deployment does not wait for now.
 	CodeNotWaiting ErrorCode = "not_waiting"
+	// CodeInvalidState answers 409 for a call the deployment's status does not allow
+	// (a resume of a deployment that did not fail, a re-run of one still running).
+	CodeInvalidState ErrorCode = "invalid_state"
 	// CodeAlreadyExists answers 409 for a create whose name is taken.
 	CodeAlreadyExists ErrorCode = "already_exists"
 	CodeUnavailable   ErrorCode = "unavailable"
@@ -52,7 +55,7 @@ const (
 var ErrorCodes = []ErrorCode{
 	CodeInvalidArgument, CodeInvalidJSON, CodeInvalidBody, CodeInvalidSpec, CodeTooLarge, CodeNotFound,
 	CodeAlreadyFinished, CodeUnauthenticated, CodeForbidden, CodeMethodNotAllowed, CodeIdempotencyConflict,
-	CodeFrozen, CodeNotWaiting, CodeAlreadyExists, CodeUnavailable, CodeBrokerError, CodeInternal,
+	CodeFrozen, CodeNotWaiting, CodeInvalidState, CodeAlreadyExists, CodeUnavailable, CodeBrokerError, CodeInternal,
 }
 
 // ProblemContentType is the media type of every error answer (RFC 9457).
@@ -71,6 +74,7 @@ var titles = map[ErrorCode]string{
 	CodeNotFound:            "Not found",
 	CodeAlreadyFinished:     "Already finished",
 	CodeNotWaiting:          "Not waiting for that decision",
+	CodeInvalidState:        "Not allowed in the deployment's status",
 	CodeUnauthenticated:     "Unauthenticated",
 	CodeForbidden:           "Forbidden",
 	CodeMethodNotAllowed:    "Method not allowed",

@@ -36,53 +36,68 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if !refuseNotCarriedOut(w, r, d) {
+	created, code, ok := s.create(w, r, d, nil)
+	if !ok {
 		return
+	}
+	api.WriteJSON(w, code, created)
+}
+
+// create creates deployment d, made from another one when link is set, and starts
+// its workflow: the gates of a create (rollouts not carried out, freezes), the row
+// with its secrets sealed, the idempotency check, the link, the workflow. It writes
+// every refusal itself and returns the create answer and its status otherwise.
+func (s *server) create(w http.ResponseWriter, r *http.Request, d spec.Deployment, link *schema.DeploymentLink) (api.CreatedDeployment, int, bool) {
+	if !refuseNotCarriedOut(w, r, d) {
+		return api.CreatedDeployment{}, 0, false
 	}
 	overridden, ok := s.freezeGate(w, r, d)
 	if !ok {
-		return
+		return api.CreatedDeployment{}, 0, false
 	}
 	// Secrets are sealed before anything is stored or started: the row and the
 	// workflow's input (its history, whether or not the codec is on) hold them sealed.
 	sealed, id, created, ok := s.storeDeployment(w, r, d)
 	if !ok {
-		return
+		return api.CreatedDeployment{}, 0, false
 	}
 	view, err := schema.GetDeployment(r.Context(), s.db, id)
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
-		return
+		return api.CreatedDeployment{}, 0, false
 	}
 	if !created {
 		same, err := s.sameSpec(id, view.Spec, d)
 		if err != nil {
 			writeServerError(w, r, s.logger, err)
-			return
+			return api.CreatedDeployment{}, 0, false
 		}
 		if !same {
 			writeIdempotencyConflict(w, r, d.IdempotencyKey, id)
-			return
+			return api.CreatedDeployment{}, 0, false
 		}
 	}
 	if created {
 		if err := s.recordOverride(r, sealed, overridden); err != nil {
 			writeServerError(w, r, s.logger, err)
-			return
+			return api.CreatedDeployment{}, 0, false
 		}
+	}
+	if link != nil && !s.link(w, r, id, d.IdempotencyKey, *link) {
+		return api.CreatedDeployment{}, 0, false
 	}
 	// Started on every create, the idempotent ones too: a create that stopped between
 	// the row and the workflow is completed by its retry.
-	if err := s.startDeploymentWorkflow(r, sealed); err != nil {
+	if err := s.startDeploymentWorkflow(r, sealed, linkMemo(link)); err != nil {
 		writeServerError(w, r, s.logger, err)
-		return
+		return api.CreatedDeployment{}, 0, false
 	}
 	code := http.StatusOK
 	if created {
 		s.logger.InfoContext(r.Context(), "deployment created", "deployment_id", id, "actor", actor(r))
 		code = http.StatusAccepted
 	}
-	api.WriteJSON(w, code, api.CreatedDeployment{ID: id, Status: view.Status, Created: created, Links: s.links(id)})
+	return api.CreatedDeployment{ID: id, Status: view.Status, Created: created, Links: s.links(id)}, code, true
 }
 
 // refuseNotCarriedOut answers 400, naming each field, for a spec that sets rollout
@@ -173,15 +188,20 @@ func (s *server) storeDeployment(w http.ResponseWriter, r *http.Request, d spec.
 	return sealed, id, created, true
 }
 
-// startDeploymentWorkflow starts d's workflow, or finds it started.
-func (s *server) startDeploymentWorkflow(r *http.Request, d spec.Deployment) error {
+// startDeploymentWorkflow starts d's workflow, or finds it started; memo adds to
+// its memo (a resumed or re-run deployment's link).
+func (s *server) startDeploymentWorkflow(r *http.Request, d spec.Deployment, memo map[string]any) error {
+	m := map[string]any{MemoCreatedBy: actor(r)}
+	for k, v := range memo {
+		m[k] = v
+	}
 	_, err := s.temporal.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{
 		ID:                       workflows.DeploymentWorkflowID(d.DeploymentID),
 		TaskQueue:                s.deploymentQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:            fmt.Sprintf("Deployment %s (%s priority)", d.Name, d.Priority),
-		Memo:                     map[string]any{MemoCreatedBy: actor(r)},
+		Memo:                     m,
 	}, workflows.DeploymentWorkflowType, d)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if err != nil && !errors.As(err, &already) {

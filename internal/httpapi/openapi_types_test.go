@@ -71,6 +71,7 @@ var schemaTypes = map[string]reflect.Type{
 	"Limit": reflect.TypeFor[api.Limit](), "LimitList": reflect.TypeFor[api.LimitList](),
 	"Decision": reflect.TypeFor[api.Decision](), "DecisionList": reflect.TypeFor[api.DecisionList](),
 	"DecisionRequest": reflect.TypeFor[api.DecisionRequest](), "Waiting": reflect.TypeFor[api.Waiting](),
+	"ResumeRequest": reflect.TypeFor[api.ResumeRequest](), "ResumedDeployment": reflect.TypeFor[api.ResumedDeployment](),
 }
 
 // jsonFields returns the JSON names of t's fields and those that are required (no

@@ -169,5 +169,6 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 	}
 	routes = append(routes, s.fleetRoutes()...)
 	routes = append(routes, s.decisionRoutes()...)
+	routes = append(routes, s.relationRoutes()...)
 	return routes
 }

@@ -94,21 +94,24 @@ type ConcurrencyLimit struct {
 }
 
 type Deployment struct {
-	ID               uuid.UUID
-	Name             string
-	Priority         string
-	Status           string
-	Spec             []byte
-	IdempotencyKey   *string
-	MaxParallel      *int32
-	Error            *string
-	CreatedAt        time.Time
-	StartedAt        *time.Time
-	FinishedAt       *time.Time
-	CreatedBy        *string
-	FreezeOverrideBy *string
-	FreezeOverrides  []string
-	Waiting          []byte
+	ID                   uuid.UUID
+	Name                 string
+	Priority             string
+	Status               string
+	Spec                 []byte
+	IdempotencyKey       *string
+	MaxParallel          *int32
+	Error                *string
+	CreatedAt            time.Time
+	StartedAt            *time.Time
+	FinishedAt           *time.Time
+	CreatedBy            *string
+	FreezeOverrideBy     *string
+	FreezeOverrides      []string
+	Waiting              []byte
+	PreviousDeploymentID *uuid.UUID
+	Relation             *string
+	FromStep             *int32
 }
 
 type DeploymentDecision struct {
