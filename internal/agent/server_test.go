@@ -143,10 +143,13 @@ func TestListenRefusesEveryoneButThorax(t *testing.T) {
 	require.NoError(t, err)
 	agentCert, agentKey := s.certs.Pair("agent")
 	clientCert, clientKey := s.certs.Pair("client")
+	// Mandible's own pair: the control plane does not call agents, Thorax does.
+	mandibleCert, mandibleKey := s.certs.Pair("mandible")
 	for _, tc := range []struct{ presents, cert, key string }{
 		{"agent/web-1", web1Cert, web1Key},
 		{"agent/agent", agentCert, agentKey},
 		{"client/client", clientCert, clientKey},
+		{"mandible/mandible", mandibleCert, mandibleKey},
 	} {
 		client, _ := dial(t, s.addr, s.certs.CACert(), tc.cert, tc.key)
 		_, err := client.RunCommand(callCtx(t), &mantisv1.RunCommandRequest{Command: command("touch " + marker)})
@@ -157,6 +160,7 @@ func TestListenRefusesEveryoneButThorax(t *testing.T) {
 	}
 	require.Equal(t, 4.0, refusals(t, s.registry, "agent"))
 	require.Equal(t, 2.0, refusals(t, s.registry, "client"))
+	require.Equal(t, 2.0, refusals(t, s.registry, "mandible"))
 	require.NoFileExists(t, marker, "no refused client ran anything")
 
 	// The server is unharmed: Thorax still gets through.
