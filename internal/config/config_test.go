@@ -401,7 +401,7 @@ func TestLoadRejectsUnknownKeys(t *testing.T) {
 verify = true
 
 [metrics]
-listen = ":9000"
+listen = "127.0.0.1:9000"
 port = 1
 `)
 	_, err := config.LoadThorax(path, nil)

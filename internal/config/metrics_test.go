@@ -1,0 +1,45 @@
+package config_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+)
+
+const listenAgentFile = `
+name = "web-1"
+mode = "listen"
+
+[listen]
+address = "127.0.0.1:9191"
+ca_cert_path = "/certs/ca.crt"
+cert_path = "/certs/agent.crt"
+key_path = "/certs/agent.key"
+`
+
+// A metrics listener without a host would serve on every interface, so it is
+// refused with the two ways to write what was meant; a named host, 0.0.0.0
+// included, is taken.
+func TestMetricsListenMustNameAHost(t *testing.T) {
+	t.Parallel()
+	const refusal = `metrics.listen: must name a host, got ":9100": write 127.0.0.1:9100 for loopback only, ` +
+		`or 0.0.0.0:9100 to listen on all interfaces`
+
+	_, err := config.LoadThorax(writeFile(t, "thorax.toml", thoraxFile+"\n[metrics]\nlisten = \":9100\"\n"), nil)
+	require.Equal(t, []string{refusal}, problems(t, err))
+	_, err = config.LoadAgent(writeFile(t, "agent.toml", listenAgentFile+"\n[metrics]\nlisten = \":9100\"\n"), nil)
+	require.Equal(t, []string{refusal}, problems(t, err))
+
+	for _, addr := range []string{"127.0.0.1:9100", "0.0.0.0:9100", "[::1]:9100", "[::]:9100", "localhost:0"} {
+		th, err := config.LoadThorax(writeFile(t, "thorax.toml", thoraxFile), nil)
+		require.NoError(t, err)
+		th.Metrics.Listen = addr
+		require.NoError(t, th.Validate(), addr)
+		a, err := config.LoadAgent(writeFile(t, "agent.toml", listenAgentFile), nil)
+		require.NoError(t, err)
+		a.Metrics.Listen = addr
+		require.NoError(t, a.Validate(), addr)
+	}
+}
