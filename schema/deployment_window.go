@@ -50,7 +50,10 @@ type StepProgress struct {
 	// Skipped is what the step will never enqueue (it stopped on a failure).
 	Skipped int `json:"skipped"`
 	// Done is set once the step has ended and is recorded with Status.
-	Done          bool           `json:"done"`
+	Done bool `json:"done"`
+	// BatchDone is set when the window's batch has ended (nothing of it runs and
+	// nothing more of it will start) while the step goes on with later batches.
+	BatchDone     bool           `json:"batch_done,omitempty"`
 	Status        string         `json:"status,omitempty"`
 	FailedTargets []TargetResult `json:"failed_targets,omitempty"`
 }
@@ -64,35 +67,57 @@ type stepState struct {
 	command         NewStepCommand
 }
 
+// StepWindow narrows what AdvanceStepIn starts: the zero window is the whole step on
+// every target, stopping at the first failure unless the step continues on error.
+type StepWindow struct {
+	// Scope, when above zero, makes the step's targets the first Scope of the
+	// deployment's, in order (a rollback on the targets the deployment touched, a
+	// verify on the canary batch).
+	Scope int `json:"scope,omitempty"`
+	// Only, when set, makes the step's target this one (a verify on one host); it
+	// need not be one of the deployment's.
+	Only string `json:"only,omitempty"`
+	// BatchEnd, when above zero, lets only the targets before it start: the end of
+	// the rollout batch running now.
+	BatchEnd int `json:"batch_end,omitempty"`
+	// FailureRoom, when set, is how many of the step's targets may fail before it
+	// starts no more: what is left of the deployment's failure budget. It replaces
+	// the stop at the first failure.
+	FailureRoom *int `json:"failure_room,omitempty"`
+}
+
 // AdvanceStep keeps a step's window, in one transaction: it starts the step when it is
 // pending, tops the window up to the deployment's max_parallel with the next targets in
 // deployment order (none once a target failed, unless the step continues on error), and
 // records the step's end once every enqueued target has ended and nothing more will
 // start. It is idempotent: a retried call changes only what the first did not.
 func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int) (StepProgress, error) {
+	return AdvanceStepIn(ctx, db, id, position, StepWindow{})
+}
+
+// AdvanceStepIn is AdvanceStep within w: on the step's scope, up to the batch's end,
+// and within the failure room.
+func AdvanceStepIn(ctx context.Context, db TxBeginner, id uuid.UUID, position int, w StepWindow) (StepProgress, error) {
 	var p StepProgress
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		st, err := lockStep(ctx, tx, id, position)
 		if err != nil {
 			return err
 		}
+		if p, err = stepCounts(ctx, tx, id, position); err != nil {
+			return err
+		}
+		p.Total = w.total(p.Total)
 		if st.status == StepPending {
-			total, err := DeploymentTargetCount(ctx, tx, id)
-			if err != nil {
-				return err
-			}
-			if err := StartStep(ctx, tx, id, position, total); err != nil {
+			if err := StartStep(ctx, tx, id, position, p.Total); err != nil {
 				return err
 			}
 			st.status = StepRunning
 		}
-		if p, err = stepCounts(ctx, tx, id, position); err != nil {
+		if err := topUpWindow(ctx, tx, id, position, st, w, &p); err != nil {
 			return err
 		}
-		if err := topUpWindow(ctx, tx, id, position, st, &p); err != nil {
-			return err
-		}
-		if err := endStepWhenDone(ctx, tx, id, position, st, &p); err != nil {
+		if err := endStepWhenDone(ctx, tx, id, position, st, w, &p); err != nil {
 			return err
 		}
 		if p.Failed > 0 {
@@ -103,21 +128,53 @@ func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int)
 	return p, err
 }
 
+// total is how many targets a step has within w, of the deployment's n.
+func (w StepWindow) total(n int) int {
+	switch {
+	case w.Only != "":
+		return 1
+	case w.Scope > 0:
+		return min(w.Scope, n)
+	}
+	return n
+}
+
+// stopped reports whether the step starts no more targets after failed failures: at
+// the first unless it continues on error, or past the failure room when w has one.
+func (w StepWindow) stopped(st stepState, failed int) bool {
+	if w.FailureRoom != nil {
+		return failed > *w.FailureRoom
+	}
+	return failed > 0 && !st.continueOnError
+}
+
+// end is how many of the step's total targets may have started by now.
+func (w StepWindow) end(total int) int {
+	if w.BatchEnd > 0 {
+		return min(w.BatchEnd, total)
+	}
+	return total
+}
+
 // topUpWindow enqueues the step for as many more targets as its window has room for,
-// none once a target failed unless the step continues on error.
-func topUpWindow(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, p *StepProgress) error {
-	if st.status != StepRunning || (p.Failed > 0 && !st.continueOnError) {
+// up to the batch's end, none once the step stopped on its failures.
+func topUpWindow(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, w StepWindow, p *StepProgress) error {
+	if st.status != StepRunning || w.stopped(st, p.Failed) {
 		return nil
 	}
 	window := p.Total
 	if st.maxParallel != nil && int(*st.maxParallel) < window {
 		window = int(*st.maxParallel)
 	}
-	n := min(window-p.Running, p.Total-p.Enqueued)
+	n := min(window-p.Running, w.end(p.Total)-p.Enqueued)
 	if n <= 0 {
 		return nil
 	}
-	if err := enqueueNext(ctx, tx, id, position, st, n); err != nil {
+	if w.Only != "" {
+		if err := EnqueueStepTargets(ctx, tx, id, position, st.priority, st.command, []string{w.Only}); err != nil {
+			return err
+		}
+	} else if err := enqueueNext(ctx, tx, id, position, st, n); err != nil {
 		return err
 	}
 	p.Enqueued += n
@@ -127,12 +184,14 @@ func topUpWindow(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st 
 
 // endStepWhenDone sets p.Done and p.Status: the step's state when it has ended
 // already, else, once nothing runs and nothing more will start, the end it records.
-func endStepWhenDone(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, p *StepProgress) error {
-	stopped := p.Failed > 0 && !st.continueOnError
+func endStepWhenDone(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, w StepWindow, p *StepProgress) error {
+	stopped := w.stopped(st, p.Failed)
 	p.Skipped = p.Total - p.Enqueued
 	switch {
 	case st.status != StepRunning:
 		p.Done, p.Status = true, st.status
+	case p.Running == 0 && !stopped && p.Enqueued < p.Total && p.Enqueued >= w.end(p.Total):
+		p.BatchDone = true
 	case p.Running == 0 && (p.Enqueued == p.Total || stopped):
 		p.Done, p.Status = true, StepSucceeded
 		if p.Failed > 0 {
@@ -235,4 +294,14 @@ func truncateText(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// TouchedTargets counts the targets the steps at positions below steps reached: a
+// prefix of the deployment's targets in order, since every step starts them in order.
+func TouchedTargets(ctx context.Context, db DB, id uuid.UUID, steps int) (int, error) {
+	n, err := queries.TouchedTargetCount(ctx, db, dbsqlc.TouchedTargetCountParams{DeploymentID: id, Steps: int32(steps)})
+	if err != nil {
+		return 0, fmt.Errorf("counting the targets deployment %s touched: %w", id, err)
+	}
+	return int(n), nil
 }

@@ -15,10 +15,13 @@ SELECT count(*) FROM deployment_targets WHERE deployment_id = @deployment_id;
 -- LockStep reads a step and what its commands need, holding the step's row. The
 -- step's env_secret joins its env as stored: sealed until a Thorax fetches the command.
 SELECT s.status, s.continue_on_error, s.command, s.timeout, s.retry_round, d.priority, d.max_parallel,
-       (coalesce(d.spec->'steps'->(@position::int)->'env', '{}'::jsonb)
-        || coalesce(d.spec->'steps'->(@position::int)->'env_secret', '{}'::jsonb))::jsonb AS env,
-       coalesce(d.spec->'steps'->(@position::int)->>'working_dir', '')::text AS working_dir
+       (coalesce(x.step->'env', '{}'::jsonb) || coalesce(x.step->'env_secret', '{}'::jsonb))::jsonb AS env,
+       coalesce(x.step->>'working_dir', '')::text AS working_dir
 FROM deployment_steps s JOIN deployments d ON d.id = s.deployment_id
+-- The recorded steps are the spec's steps, then its rollback steps (on_failure), then
+-- verify steps, which have no spec entry of their own.
+CROSS JOIN LATERAL (SELECT (coalesce(d.spec->'steps', '[]'::jsonb) || coalesce(d.spec->'on_failure', '[]'::jsonb))
+                           ->(@position::int) AS step) x
 WHERE s.deployment_id = @deployment_id AND s.position = @position::int
 FOR UPDATE OF s;
 
@@ -67,3 +70,12 @@ LIMIT @max_rows;
 SELECT position FROM deployment_steps
 WHERE deployment_id = @deployment_id AND position >= @position AND status = 'pending'
 ORDER BY position;
+
+-- name: TouchedTargetCount :one
+-- TouchedTargetCount counts the targets, a prefix in deployment order, that the steps
+-- at positions below steps reached: one past the last ordinal any of them enqueued.
+SELECT coalesce(max(dt.ordinal) + 1, 0)::int
+FROM deployment_targets dt
+WHERE dt.deployment_id = @deployment_id
+  AND EXISTS (SELECT 1 FROM pending_dispatch_requests p
+              WHERE p.deployment_id = @deployment_id::uuid AND p.target_id = dt.target_id AND p.step_position < @steps::int);

@@ -70,10 +70,11 @@ func (q *Queries) FailedTargetsOfStep(ctx context.Context, db DBTX, arg FailedTa
 
 const lockStep = `-- name: LockStep :one
 SELECT s.status, s.continue_on_error, s.command, s.timeout, s.retry_round, d.priority, d.max_parallel,
-       (coalesce(d.spec->'steps'->($1::int)->'env', '{}'::jsonb)
-        || coalesce(d.spec->'steps'->($1::int)->'env_secret', '{}'::jsonb))::jsonb AS env,
-       coalesce(d.spec->'steps'->($1::int)->>'working_dir', '')::text AS working_dir
+       (coalesce(x.step->'env', '{}'::jsonb) || coalesce(x.step->'env_secret', '{}'::jsonb))::jsonb AS env,
+       coalesce(x.step->>'working_dir', '')::text AS working_dir
 FROM deployment_steps s JOIN deployments d ON d.id = s.deployment_id
+CROSS JOIN LATERAL (SELECT (coalesce(d.spec->'steps', '[]'::jsonb) || coalesce(d.spec->'on_failure', '[]'::jsonb))
+                           ->($1::int) AS step) x
 WHERE s.deployment_id = $2 AND s.position = $1::int
 FOR UPDATE OF s
 `
@@ -97,6 +98,8 @@ type LockStepRow struct {
 
 // LockStep reads a step and what its commands need, holding the step's row. The
 // step's env_secret joins its env as stored: sealed until a Thorax fetches the command.
+// The recorded steps are the spec's steps, then its rollback steps (on_failure), then
+// verify steps, which have no spec entry of their own.
 func (q *Queries) LockStep(ctx context.Context, db DBTX, arg LockStepParams) (LockStepRow, error) {
 	row := db.QueryRow(ctx, lockStep, arg.Position, arg.DeploymentID)
 	var i LockStepRow
@@ -245,4 +248,26 @@ func (q *Queries) StepCounts(ctx context.Context, db DBTX, arg StepCountsParams)
 		&i.Succeeded,
 	)
 	return i, err
+}
+
+const touchedTargetCount = `-- name: TouchedTargetCount :one
+SELECT coalesce(max(dt.ordinal) + 1, 0)::int
+FROM deployment_targets dt
+WHERE dt.deployment_id = $1
+  AND EXISTS (SELECT 1 FROM pending_dispatch_requests p
+              WHERE p.deployment_id = $1::uuid AND p.target_id = dt.target_id AND p.step_position < $2::int)
+`
+
+type TouchedTargetCountParams struct {
+	DeploymentID uuid.UUID
+	Steps        int32
+}
+
+// TouchedTargetCount counts the targets, a prefix in deployment order, that the steps
+// at positions below steps reached: one past the last ordinal any of them enqueued.
+func (q *Queries) TouchedTargetCount(ctx context.Context, db DBTX, arg TouchedTargetCountParams) (int32, error) {
+	row := db.QueryRow(ctx, touchedTargetCount, arg.DeploymentID, arg.Steps)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
 }
