@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,8 +17,11 @@ import (
 
 // clientFlags are the global flags of the API commands.
 type clientFlags struct {
-	server      string
+	server string
+	// token, when set, is the API token itself, for a caller holding it in memory;
+	// no flag sets it (argvToken refuses --token).
 	token       string
+	argvToken   refusedToken
 	tokenFile   string
 	configPath  string
 	contextName string
@@ -48,8 +52,8 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 	p := cmd.PersistentFlags()
 	p.StringVar(&f.server, "server", "", "Mandible API URL (env "+envServer+"; default "+defaultServer+")")
 	p.StringVar(&f.tokenFile, "token-file", "", "file holding the API token (or env "+envToken+", or token_file in the client config)")
-	p.StringVar(&f.token, "token", "", "API token on the command line")
-	_ = p.MarkDeprecated("token", "the command line is visible to other users of this host; use --token-file or "+envToken)
+	p.Var(&f.argvToken, "token", "refused: use --token-file or "+envToken)
+	_ = p.MarkHidden("token")
 	p.StringVar(&f.configPath, "client-config", defaultClientConfig(), "config file with server, token_file and ca_cert keys, or contexts of them")
 	p.StringVar(&f.contextName, "context", "", "the context of the client config to use (env "+envContext+"; default its current-context)")
 	p.StringVarP(&f.output, "output", "o", string(outputText), outputHelp)
@@ -65,6 +69,9 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 
 // validate checks the global flags before any command runs.
 func (f *clientFlags) validate() error {
+	if f.argvToken.given {
+		return invalidInput(errTokenOnArgv)
+	}
 	format, err := parseOutputFormat(f.output)
 	f.format = format
 	return err
@@ -105,8 +112,8 @@ func (f *clientFlags) client() (*apiclient.Client, error) {
 	return c, nil
 }
 
-// resolveToken takes the token from --token-file, the deprecated --token, the
-// environment, then the config file's token_file or token.
+// resolveToken takes the token from --token-file, the environment, then the config
+// file's token_file or token.
 func (f *clientFlags) resolveToken(file clientSettings) (string, error) {
 	if path := f.tokenFile; path != "" {
 		return readTokenFile("--token-file", path)
@@ -157,3 +164,24 @@ func first(vs ...string) string {
 	}
 	return ""
 }
+
+// errTokenOnArgv refuses --token: a token on the command line is visible to every
+// user of the host (ps, /proc) and stays in shell history.
+var errTokenOnArgv = errors.New("--token is refused: a token on the command line is visible to other users of this host (ps) and stays in shell history; pass --token-file PATH, set " + envToken + " or put token_file in the client config")
+
+// refusedToken is the --token flag, kept only to refuse it with errTokenOnArgv
+// rather than cobra's "unknown flag". It remembers that it was given, never the
+// value, so that no message repeats the secret.
+type refusedToken struct{ given bool }
+
+// String implements pflag.Value: the flag shows no default.
+func (r *refusedToken) String() string { return "" }
+
+// Set implements pflag.Value: it notes the flag was given and drops the value.
+func (r *refusedToken) Set(string) error {
+	r.given = true
+	return nil
+}
+
+// Type implements pflag.Value.
+func (r *refusedToken) Type() string { return "string" }

@@ -57,7 +57,7 @@ func TestTokenCreatePrintsATokenAndItsFileEntry(t *testing.T) {
 }
 
 // mantisctl reads its token from --token-file or a token_file in its config, and
-// --token warns that the command line is visible to other users.
+// refuses --token: the command line is visible to other users.
 func TestClientTakesItsTokenFromAFile(t *testing.T) {
 	t.Parallel()
 	pool := testenv.MigratedPool(t)
@@ -77,9 +77,17 @@ func TestClientTakesItsTokenFromAFile(t *testing.T) {
 	_, err = runCLI(t, "requests", "--server", srv.URL, "--token-file", wrong, "--client-config", "")
 	require.ErrorContains(t, err, "401")
 
-	out, err = runCLI(t, "requests", "--server", srv.URL, "--token", apiToken, "--client-config", "")
-	require.NoError(t, err)
-	require.Contains(t, out, "--token has been deprecated, the command line is visible to other users of this host")
+	// A token on the command line is refused before any call, pointing to the ways
+	// that keep it private, and the message does not repeat it.
+	for _, args := range [][]string{{"--token", apiToken}, {"--token=" + apiToken}, {"--token", ""}} {
+		out, err = runCLI(t, append([]string{"requests", "--server", srv.URL, "--client-config", ""}, args...)...)
+		require.Error(t, err, "%v", args)
+		require.Equal(t, ExitUsage, exitCodeOf(err, true), "%v: a usage error", args)
+		require.ErrorContains(t, err, "--token is refused")
+		require.ErrorContains(t, err, "--token-file")
+		require.ErrorContains(t, err, "MANTIS_API_TOKEN")
+		require.NotContains(t, err.Error()+out, apiToken)
+	}
 
 	_, err = runCLI(t, "requests", "--server", srv.URL, "--token-file", filepath.Join(t.TempDir(), "missing"), "--client-config", "")
 	require.ErrorContains(t, err, "--token-file: reading the token")
