@@ -96,7 +96,7 @@ func New(opts Options) http.Handler {
 		mux.HandleFunc("GET "+path, c.signedIn(name))
 	}
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
-		c.render(w, http.StatusNotFound, "notfound", page{Title: "Not found"})
+		c.render(w, r, http.StatusNotFound, "notfound", page{Title: "Not found"})
 	})
 	return securityHeaders(mux)
 }
@@ -123,12 +123,12 @@ func (c *console) signedIn(name string) http.HandlerFunc {
 		if name == "deployment" {
 			id, err := uuid.Parse(r.PathValue("id"))
 			if err != nil {
-				c.render(w, http.StatusNotFound, "notfound", page{Title: "Not found", Token: t, CSRF: csrf})
+				c.render(w, r, http.StatusNotFound, "notfound", page{Title: "Not found", Token: t, CSRF: csrf})
 				return
 			}
 			p.ID = id.String()
 		}
-		c.render(w, http.StatusOK, name, p)
+		c.render(w, r, http.StatusOK, name, p)
 	}
 }
 
@@ -138,13 +138,15 @@ var titles = map[string]string{
 	"targets": "Targets and Thorax instances", "queue": "Dispatch queue", "dlq": "Dead-letter queue",
 }
 
-func (c *console) render(w http.ResponseWriter, status int, name string, p page) {
+// render writes page name; a failure is logged with r's context, so the line
+// carries the request's id and trace id.
+func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
 	p.Prefix, p.SignIn, p.SignOut = Prefix, SignInPath, SignOutPath
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if err := c.pages[name].ExecuteTemplate(w, "layout", p); err != nil {
-		c.opts.Logger.Error("rendering console page failed", "page", name, "err", err)
+		c.opts.Logger.ErrorContext(r.Context(), "rendering console page failed", "page", name, "err", err)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 const maxSignInBody = 8 << 10
 
 func (c *console) signInForm(w http.ResponseWriter, r *http.Request) {
-	c.render(w, http.StatusOK, "signin", page{Title: "Sign in", Page: "signin", Next: safeNext(r.URL.Query().Get("next"))})
+	c.render(w, r, http.StatusOK, "signin", page{Title: "Sign in", Page: "signin", Next: safeNext(r.URL.Query().Get("next"))})
 }
 
 // signIn takes an API token from the form and sets the console's session cookie.
@@ -42,7 +42,7 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 
 func (c *console) refuseSignIn(w http.ResponseWriter, r *http.Request, status int, problem, next string) {
 	c.opts.Logger.WarnContext(r.Context(), "console sign-in refused", "problem", problem)
-	c.render(w, status, "signin", page{Title: "Sign in", Page: "signin", Problem: problem, Next: next})
+	c.render(w, r, status, "signin", page{Title: "Sign in", Page: "signin", Problem: problem, Next: next})
 }
 
 // signOut ends the session; the form carries the session's CSRF token.
