@@ -20,8 +20,9 @@ import (
 
 // setupPooledExec is setupExec with Mandible's database.url leading to PgBouncer in
 // transaction mode and database.direct_url to PostgreSQL itself. The cluster's own
-// pool (the test's view) is direct.
-func setupPooledExec(t *testing.T) (execSetup, *devstack.PgBouncer) {
+// pool (the test's view) is direct. The test holds the migration lock when Mandible
+// starts: the returned waiter names the session Mandible migrates on.
+func setupPooledExec(t *testing.T) (execSetup, *devstack.PgBouncer, migrationWaiter) {
 	t.Helper()
 	ctx := context.Background()
 	direct := testenv.DatabaseURL(t)
@@ -31,6 +32,7 @@ func setupPooledExec(t *testing.T) (execSetup, *devstack.PgBouncer) {
 	pool, err := pgxpool.New(ctx, direct)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
+	migration := holdMigrationLock(t, pool)
 	dir := t.TempDir()
 	certs, err := devcerts.Generate(filepath.Join(dir, "certs"), []string{"localhost", "127.0.0.1"})
 	require.NoError(t, err)
@@ -47,7 +49,7 @@ func setupPooledExec(t *testing.T) (execSetup, *devstack.PgBouncer) {
 	s.instance = c.waitRegistered(t, s.thorax)
 	c.registerListenTarget(t, s.listen)
 	c.waitPollTarget(t, s.poll, s.instance)
-	return s, pgb
+	return s, pgb, migration
 }
 
 // sessionsByApplicationName counts the database's sessions by application_name.
@@ -71,9 +73,10 @@ func sessionsByApplicationName(t *testing.T, pool *pgxpool.Pool) map[string]int 
 // Mandible behind PgBouncer in transaction mode runs a deployment on a poll-mode and a
 // listen-mode agent to success: its queries and transactions go through the pooler
 // (whose server connections PostgreSQL sees named "<application_name> - <client
-// host>:<port>"), its LISTEN sessions and migrations over database.direct_url.
+// host>:<port>"), its LISTEN sessions and migrations (their advisory lock) over
+// database.direct_url.
 func TestDeploymentWithMandibleBehindPgBouncer(t *testing.T) {
-	s, pgb := setupPooledExec(t)
+	s, pgb, migration := setupPooledExec(t)
 	r := s.mandible.replica
 	spec := fmt.Sprintf(`{"name":"pooled","targets":[%q,%q],"steps":[
 		{"name":"first","command":"echo first"},
@@ -86,6 +89,8 @@ func TestDeploymentWithMandibleBehindPgBouncer(t *testing.T) {
 	}
 
 	appName := config.Mandible{ReplicaID: r.ID}.ApplicationName()
+	require.Equal(t, appName, migration.waited(t),
+		"the migrations' advisory lock is asked for on a direct session, not a pooled one (\"<name> - <host>:<port>\")")
 	sessions := sessionsByApplicationName(t, s.pool)
 	pooled := 0
 	for name, n := range sessions {
