@@ -14,10 +14,11 @@ import (
 // (spiffe://mantis/<role>/<name>), its CommonName or one of its DNS names.
 // Signature checks stay with cfg (ClientCAs or RootCAs); this narrows who,
 // among the holders of certificates from that CA, may connect. A
-// VerifyConnection cfg already has still runs first.
-func RequirePeerNames(cfg *tls.Config, names []string) {
+// VerifyConnection cfg already has still runs first. Each refusal goes to hooks,
+// expecting identity.ExpectedAllowedName.
+func RequirePeerNames(cfg *tls.Config, names []string, hooks ...RefusalHook) {
 	allowed := slices.Clone(names)
-	checkVerifiedPeer(cfg, func(leaf *x509.Certificate) error {
+	checkVerifiedPeer(cfg, identity.ExpectedAllowedName, hooks, func(leaf *x509.Certificate) error {
 		if id, err := identity.FromCertificate(leaf); err == nil && slices.Contains(allowed, id.Name) {
 			return nil
 		}

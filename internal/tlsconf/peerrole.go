@@ -9,13 +9,17 @@ import (
 	"github.com/mantis-deploy/mantis/internal/identity"
 )
 
+// RefusalHook hears of each handshake a peer check refuses, for the caller to log
+// and count it (identity.HandshakeRefusals).
+type RefusalHook = func(identity.HandshakeRefusal)
+
 // RequirePeerRole makes a client cfg refuse, at the handshake, a server whose
 // verified certificate does not carry an identity of role: a Thorax instance talks
 // only to a Mandible, an agent only to a Thorax, a Thorax only to agents. Any holder
 // of a certificate from the same CA could otherwise stand in for the server. A
-// VerifyConnection cfg already has still runs first.
-func RequirePeerRole(cfg *tls.Config, role identity.Role) {
-	checkVerifiedPeer(cfg, func(leaf *x509.Certificate) error {
+// VerifyConnection cfg already has still runs first. Each refusal goes to hooks.
+func RequirePeerRole(cfg *tls.Config, role identity.Role, hooks ...RefusalHook) {
+	checkVerifiedPeer(cfg, string(role), hooks, func(leaf *x509.Certificate) error {
 		id, err := identity.FromCertificate(leaf)
 		if err != nil {
 			return fmt.Errorf("peer certificate %q: expected a %s identity: %w", leaf.Subject.CommonName, role, err)
@@ -28,8 +32,9 @@ func RequirePeerRole(cfg *tls.Config, role identity.Role) {
 }
 
 // checkVerifiedPeer adds check of the peer's verified leaf certificate to cfg's
-// VerifyConnection, after the one cfg already has.
-func checkVerifiedPeer(cfg *tls.Config, check func(leaf *x509.Certificate) error) {
+// VerifyConnection, after the one cfg already has; a refusal by check goes to
+// hooks, with expected as what was required.
+func checkVerifiedPeer(cfg *tls.Config, expected string, hooks []RefusalHook, check func(leaf *x509.Certificate) error) {
 	previous := cfg.VerifyConnection
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 		if previous != nil {
@@ -37,9 +42,18 @@ func checkVerifiedPeer(cfg *tls.Config, check func(leaf *x509.Certificate) error
 				return err
 			}
 		}
-		if len(cs.VerifiedChains) == 0 || len(cs.PeerCertificates) == 0 {
-			return errors.New("peer certificate: none verified")
+		var leaf *x509.Certificate
+		err := errors.New("peer certificate: none verified")
+		if len(cs.VerifiedChains) > 0 && len(cs.PeerCertificates) > 0 {
+			leaf = cs.PeerCertificates[0]
+			err = check(leaf)
 		}
-		return check(cs.PeerCertificates[0])
+		if err != nil {
+			presented, peer := identity.PresentedBy(leaf)
+			for _, hook := range hooks {
+				hook(identity.HandshakeRefusal{Expected: expected, Presented: presented, Peer: peer, Err: err})
+			}
+		}
+		return err
 	}
 }
