@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/apiclient"
 )
 
 // decisionUsage says what each decision command does.
@@ -24,6 +25,9 @@ var decisionUsage = map[string]string{
 func newDecisionCommands(f *clientFlags) []*cobra.Command {
 	out := make([]*cobra.Command, 0, len(api.DecisionNames))
 	for _, decision := range api.DecisionNames {
+		if decision == api.DecisionResume {
+			continue // mantisctl resume also resumes a deployment that ended (resume.go)
+		}
 		out = append(out, newDecisionCommand(f, decision))
 	}
 	return out
@@ -41,21 +45,26 @@ func newDecisionCommand(f *clientFlags, decision string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rec, err := c.Decide(cmd.Context(), args[0], decision, comment)
-			if err != nil {
-				return err
-			}
-			if f.format.structured() {
-				return printData(cmd.OutOrStdout(), f.format, rec)
-			}
-			step := ""
-			if rec.Step != nil {
-				step = fmt.Sprintf(" at step %d", *rec.Step)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s%s by %s at %s\n", rec.Decision, args[0], step, rec.By, rec.At.Format("2006-01-02T15:04:05Z07:00"))
-			return nil
+			return sendDecision(cmd, f, c, args[0], decision, comment)
 		},
 	}
 	cmd.Flags().StringVar(&comment, "comment", "", fmt.Sprintf("why (at most %d bytes); recorded with the decision", api.MaxDecisionComment))
 	return cmd
+}
+
+// sendDecision sends decision to deployment id and prints the recorded decision.
+func sendDecision(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, id, decision, comment string) error {
+	rec, err := c.Decide(cmd.Context(), id, decision, comment)
+	if err != nil {
+		return err
+	}
+	if f.format.structured() {
+		return printData(cmd.OutOrStdout(), f.format, rec)
+	}
+	step := ""
+	if rec.Step != nil {
+		step = fmt.Sprintf(" at step %d", *rec.Step)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s %s%s by %s at %s\n", rec.Decision, id, step, rec.By, rec.At.Format("2006-01-02T15:04:05Z07:00"))
+	return nil
 }

@@ -93,6 +93,7 @@ func newCLI() *cli {
 	root.AddCommand(newLogsCommand(f))
 	root.AddCommand(newFleetCommands(f)...)
 	root.AddCommand(newDecisionCommands(f)...)
+	root.AddCommand(newResumeCommand(f), newRerunCommand(f))
 	c.root = root
 	return c
 }
