@@ -32,6 +32,27 @@ const (
 // routeUnmatched is the route label of a request no pattern matched.
 const routeUnmatched = "unmatched"
 
+// methodOther is the method label of a request whose method is none of the
+// standard ones: a client may send any token as its method, and each would be
+// a series of its own.
+const methodOther = "other"
+
+// standardMethods are the methods counted under their own name (RFC 9110 and
+// PATCH).
+var standardMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
+	http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// methodLabel is the method label of method: itself when standard, else methodOther.
+func methodLabel(method string) string {
+	if standardMethods[method] {
+		return method
+	}
+	return methodOther
+}
+
 // probeRoutes are logged at debug level: scrapers and probes call them all the time.
 var probeRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
@@ -106,8 +127,9 @@ func (in *instrument) wrap(next http.Handler) http.Handler {
 		// The mux sets r.Pattern on the request it serves, the inner API mux too.
 		route := routeOf(r.Pattern)
 		elapsed := time.Since(start)
-		in.requests.WithLabelValues(route, r.Method, statusClass(status)).Inc()
-		in.duration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+		method := methodLabel(r.Method)
+		in.requests.WithLabelValues(route, method, statusClass(status)).Inc()
+		in.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 		level := slog.LevelInfo
 		if probeRoutes[route] {
 			level = slog.LevelDebug
