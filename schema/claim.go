@@ -32,8 +32,9 @@ type ClaimResult struct {
 // age, skipping rows waiting for their next attempt, rows past expiry and rows a
 // concurrency limit holds back (schema/claim_limits.go). The claim is the seed's
 // conditional UPDATE from pending to processing (only an update that still sees
-// pending wins) with a new claim epoch; SKIP LOCKED on the load keeps replicas from
-// loading the same rows, so losses stay rare.
+// pending wins) with a new claim epoch. Claims of all replicas run one at a time (the
+// claims lock, taken first), so a claim loses a row only to another writer of the
+// queue (expiry, cancel), whose rows SKIP LOCKED passes over.
 func ClaimPending(ctx context.Context, db TxBeginner, replica string, limit int) (ClaimResult, error) {
 	var res ClaimResult
 	err := inTx(ctx, db, func(tx pgx.Tx) error {

@@ -13,25 +13,19 @@ import (
 )
 
 // How the claim keeps to the concurrency limits (see ARCHITECTURE.md, "Concurrency
-// limits"). Every claim runs in one READ COMMITTED transaction, in rounds of two
-// statements each:
+// limits"). Every claim runs in one READ COMMITTED transaction that first takes one
+// transaction-scoped advisory lock shared by every replica (LockClaims), so claims
+// run one at a time and each statement after the lock takes a snapshot in which
+// every earlier claim has committed: what it counts as running is what runs. Only a
+// claim raises what runs, so a count under the lock stays true until the commit.
 //
-//  1. ClaimCandidates loads candidates (FOR UPDATE SKIP LOCKED), leaving out rows whose
-//     target or label limit is already reached, and in the same statement takes a
-//     transaction-scoped advisory lock per limit key the candidates touch (a stripe of
-//     target ids, and each label limit by name), in ascending order;
-//  2. a second statement, so with a snapshot taken after the locks (every claim that
-//     counted under a key before us has committed), counts what runs under each key
-//     and claims the candidates in claim order while every limit they fall under has
-//     room. When no candidate falls under a label limit, counting, admitting and
-//     claiming are that one statement (ClaimWithinTargetRoom); otherwise the counts
-//     come back (LimitsRunning), admit decides, and ClaimRequests claims.
-//
-// The first round waits for its locks, taken in ascending order, so two claims never
-// wait on each other in a cycle; later rounds only take the locks that are free. The
-// targets share 256 advisory locks (ClaimCandidates keys a target by the last byte of
-// its id): a claim takes at most 256 target locks whatever its batch, and two targets
-// of one stripe only wait on each other.
+// Then come rounds. When no label limit exists, a round is one statement
+// (ClaimWithinTargetLimits): count what runs on each target, load candidates (FOR
+// UPDATE SKIP LOCKED) leaving out the targets at their limit, admit each target's
+// first rows as far as its limit has room, and claim them. With label limits a round
+// is three (ClaimCandidates, LimitsRunning, ClaimRequests), with admit in Go between.
+// A round is repeated only when a limit filled up during the claim itself held a
+// candidate back.
 
 // maxClaimRounds bounds the rounds of one claim. A round ends early once nothing was
 // held back by a limit filling up during the claim itself.
@@ -97,47 +91,55 @@ func admit(cands []claimCandidate, r limitRoom, room int, full fullLimits) []uui
 // claimWithinLimits claims up to limit pending requests in tx for replica under key,
 // keeping to every concurrency limit.
 func claimWithinLimits(ctx context.Context, tx pgx.Tx, replica, key string, limit int) (ClaimResult, error) {
+	if err := queries.LockClaims(ctx, tx); err != nil {
+		return ClaimResult{}, fmt.Errorf("waiting for the claims of other replicas: %w", err)
+	}
 	var res ClaimResult
 	full := fullLimits{targets: map[uuid.UUID]bool{}, labels: map[string]bool{}}
 	for round := 0; round < maxClaimRounds && len(res.Claimed) < limit; round++ {
-		cands, err := loadCandidates(ctx, tx, limit-len(res.Claimed), full, round == 0)
-		if err != nil || len(cands) == 0 {
+		heldBefore := len(full.targets)
+		labelLimited, err := claimWithinTargetRoom(ctx, tx, replica, key, limit-len(res.Claimed), full, &res)
+		if err != nil || labelLimited {
+			if err == nil {
+				err = claimWithLabelLimits(ctx, tx, replica, key, limit, full, &res)
+			}
 			return res, err
 		}
-		heldBefore := len(full.targets) + len(full.labels)
-		if slices.ContainsFunc(cands, func(c claimCandidate) bool { return len(c.labelLimits) > 0 }) {
-			err = claimUnderLabelLimits(ctx, tx, replica, key, cands, limit-len(res.Claimed), full, &res)
-		} else {
-			err = claimWithinTargetRoom(ctx, tx, replica, key, cands, full, &res)
-		}
-		if err != nil {
-			return res, err
-		}
-		if len(full.targets)+len(full.labels) == heldBefore {
+		if len(full.targets) == heldBefore {
 			return res, nil // nothing newly full: a further round would load nothing new
 		}
 	}
 	return res, nil
 }
 
-// loadCandidates locks up to n candidates outside the limits found full, and the
-// advisory locks of their limit keys: waiting for them when wait is set, and
-// otherwise only those free now, in which case the candidates whose keys are not all
-// held are dropped.
-func loadCandidates(ctx context.Context, tx pgx.Tx, n int, full fullLimits, wait bool) ([]claimCandidate, error) {
-	// Empty rather than nil: a nil slice is sent as NULL, and "<> ALL(NULL)" holds for no row.
-	skipTargets := append([]uuid.UUID{}, slices.Collect(maps.Keys(full.targets))...)
-	skipLimits := append([]string{}, slices.Collect(maps.Keys(full.labels))...)
-	rows, err := queries.ClaimCandidates(ctx, tx, dbsqlc.ClaimCandidatesParams{MaxRows: int32(n), Wait: wait,
-		SkipTargets: skipTargets, SkipLimits: skipLimits})
+// claimWithLabelLimits runs the rounds of a claim when label limits exist: load the
+// candidates, count what runs under their limits, admit those that fit, claim them.
+func claimWithLabelLimits(ctx context.Context, tx pgx.Tx, replica, key string, limit int, full fullLimits, res *ClaimResult) error {
+	for round := 0; round < maxClaimRounds && len(res.Claimed) < limit; round++ {
+		cands, err := loadCandidates(ctx, tx, limit-len(res.Claimed), full)
+		if err != nil || len(cands) == 0 {
+			return err
+		}
+		heldBefore := len(full.targets) + len(full.labels)
+		if err := claimUnderLabelLimits(ctx, tx, replica, key, cands, limit-len(res.Claimed), full, res); err != nil {
+			return err
+		}
+		if len(full.targets)+len(full.labels) == heldBefore {
+			return nil // nothing newly full: a further round would load nothing new
+		}
+	}
+	return nil
+}
+
+// loadCandidates locks up to n candidates outside the limits found full.
+func loadCandidates(ctx context.Context, tx pgx.Tx, n int, full fullLimits) ([]claimCandidate, error) {
+	rows, err := queries.ClaimCandidates(ctx, tx, dbsqlc.ClaimCandidatesParams{MaxRows: int32(n),
+		SkipTargets: fullTargets(full), SkipLimits: append([]string{}, slices.Collect(maps.Keys(full.labels))...)})
 	if err != nil {
 		return nil, fmt.Errorf("loading dispatch requests to claim: %w", err)
 	}
 	out := make([]claimCandidate, 0, len(rows))
 	for _, r := range rows {
-		if !r.Held {
-			continue
-		}
 		c := claimCandidate{id: r.ID, target: r.TargetID, targetLimit: r.TargetLimit, targetMax: int(r.TargetMax), labelLimits: r.LabelLimits}
 		if c.targetLimit == "" { // the default's row is gone: the built-in default holds
 			c.targetLimit, c.targetMax = DefaultTargetLimit, defaultTargetMaxRun
@@ -147,22 +149,28 @@ func loadCandidates(ctx context.Context, tx pgx.Tx, n int, full fullLimits, wait
 	return out, nil
 }
 
-// claimWithinTargetRoom counts, admits and claims in one statement candidates that
-// fall under no label limit, appending the rows won to res and recording in full the
-// targets that held a candidate back.
-func claimWithinTargetRoom(ctx context.Context, tx pgx.Tx, replica, key string, cands []claimCandidate, full fullLimits, res *ClaimResult) error {
-	p := dbsqlc.ClaimWithinTargetRoomParams{Replica: replica, ClaimKey: key}
-	for _, c := range cands {
-		p.Ids, p.TargetIds, p.Caps = append(p.Ids, c.id), append(p.TargetIds, c.target), append(p.Caps, int32(c.targetMax))
-	}
-	rows, err := queries.ClaimWithinTargetRoom(ctx, tx, p)
+// fullTargets lists the targets found full, empty rather than nil: a nil slice is
+// sent as NULL, and "<> ALL(NULL)" holds for no row.
+func fullTargets(full fullLimits) []uuid.UUID {
+	return append([]uuid.UUID{}, slices.Collect(maps.Keys(full.targets))...)
+}
+
+// claimWithinTargetRoom is a round of a claim when no label limit exists: it counts,
+// loads, admits and claims up to n rows in one statement, appending the rows won to
+// res and recording in full the targets that held a candidate back. It claims
+// nothing and says so when a label limit exists.
+func claimWithinTargetRoom(ctx context.Context, tx pgx.Tx, replica, key string, n int, full fullLimits, res *ClaimResult) (labelLimited bool, err error) {
+	rows, err := queries.ClaimWithinTargetLimits(ctx, tx, dbsqlc.ClaimWithinTargetLimitsParams{
+		SkipTargets: fullTargets(full), MaxRows: int32(n), Replica: replica, ClaimKey: key})
 	if err != nil {
-		return fmt.Errorf("claiming %d dispatch requests: %w", len(cands), err)
+		return false, fmt.Errorf("claiming up to %d dispatch requests: %w", n, err)
 	}
-	for i, r := range rows { // in claim order, as given
+	for _, r := range rows { // in claim order
 		switch {
+		case r.LabelLimited:
+			return true, nil
 		case !r.Admitted:
-			full.targets[cands[i].target] = true
+			full.targets[r.TargetID] = true
 		case !r.Claimed:
 			res.Lost++
 		default:
@@ -170,7 +178,7 @@ func claimWithinTargetRoom(ctx context.Context, tx pgx.Tx, replica, key string, 
 				Attempts: int(r.Attempts), CreatedAt: r.CreatedAt})
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // claimUnderLabelLimits counts what runs under the candidates' limits, admits those

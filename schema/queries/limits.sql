@@ -29,21 +29,92 @@ DELETE FROM concurrency_limits WHERE name = @name::text;
 -- limit raised or removed may free held requests.
 SELECT pg_notify('mantis_dispatch_requests', '');
 
+-- name: LockClaims :exec
+-- LockClaims serialises the claims of every replica until the transaction ends: the
+-- statements after it take their snapshots once every claim before this one has
+-- committed, so what they count as running includes what those claims took.
+SELECT pg_advisory_xact_lock(hashtextextended('mantis/limit/claims', 0));
+
+-- name: ClaimWithinTargetLimits :many
+-- ClaimWithinTargetLimits is a claim round when no label limit exists, in one
+-- statement, after LockClaims. It counts what runs on every target that runs
+-- anything (one pass over what runs), locks (SKIP LOCKED) up to max_rows claimable
+-- requests, priority first, then age, leaving out the targets at their limit and
+-- those the claim already found full (skip_targets), admits each target's first rows
+-- as far as its limit has room, and moves them to processing (the seed's conditional
+-- UPDATE from pending to processing, with a new claim epoch). Each row comes back, in
+-- claim order, with whether it fitted (admitted) and whether the update won it
+-- (claimed). When a label limit exists the statement claims nothing and returns one
+-- row with label_limited set: the claim then takes the label path (ClaimCandidates).
+WITH label_limited AS (
+    SELECT EXISTS (SELECT 1 FROM concurrency_limits l WHERE l.scope = 'label') AS yes
+), default_max AS (
+    SELECT coalesce((SELECT d.max_running FROM concurrency_limits d WHERE d.scope = 'target' AND d.value IS NULL), 1) AS max_running
+), running AS (
+    -- What target_running counts, for every target in one pass.
+    SELECT x.target_id, count(*) AS running FROM (
+        SELECT a.target_id FROM pending_dispatch_requests a WHERE a.status = 'processing'
+        UNION ALL
+        SELECT q.target_id FROM command_queue q WHERE q.status IN ('queued', 'running')
+    ) x GROUP BY x.target_id
+), room AS (
+    SELECT r.target_id, coalesce(own.max_running, (SELECT m.max_running FROM default_max m)) - r.running AS room
+    FROM running r
+    JOIN targets rt ON rt.id = r.target_id
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = rt.name
+), locked AS MATERIALIZED (
+    SELECT p.id, p.target_id, p.priority_rank, p.created_at
+    FROM pending_dispatch_requests p
+    WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
+      AND NOT (SELECT lf.yes FROM label_limited lf)
+      AND p.target_id <> ALL(@skip_targets::uuid[])
+      AND p.target_id NOT IN (SELECT f.target_id FROM room f WHERE f.room <= 0)
+    ORDER BY p.priority_rank, p.created_at
+    LIMIT @max_rows::int
+    FOR UPDATE OF p SKIP LOCKED
+), ranked AS (
+    SELECT l.id, l.target_id, t.name AS target,
+           row_number() OVER (ORDER BY l.priority_rank, l.created_at) AS ord,
+           row_number() OVER (PARTITION BY l.target_id ORDER BY l.priority_rank, l.created_at)
+               <= coalesce(r.room, own.max_running, (SELECT m.max_running FROM default_max m)) AS admitted
+    FROM locked l
+    JOIN targets t ON t.id = l.target_id
+    LEFT JOIN room r ON r.target_id = l.target_id
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
+), claimed AS (
+    UPDATE pending_dispatch_requests p
+    SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
+        claim_key = nullif(@claim_key::text, '')
+    WHERE p.id = ANY(ARRAY(SELECT a.id FROM ranked a WHERE a.admitted)) AND p.status = 'pending'
+    RETURNING p.id, p.claim_epoch, p.priority, p.attempts, p.created_at
+)
+SELECT o.id::uuid AS id, o.target_id::uuid AS target_id, o.target::text AS target, o.admitted::bool AS admitted,
+       o.claimed::bool AS claimed, o.claim_epoch::bigint AS claim_epoch, o.priority::text AS priority,
+       o.attempts::int AS attempts, o.created_at::timestamptz AS created_at, o.label_limited::bool AS label_limited
+FROM (
+    SELECT a.ord, a.id, a.target_id, a.target, a.admitted, cl.id IS NOT NULL AS claimed,
+           coalesce(cl.claim_epoch, 0) AS claim_epoch, coalesce(cl.priority, '') AS priority,
+           coalesce(cl.attempts, 0) AS attempts, coalesce(cl.created_at, now()) AS created_at, false AS label_limited
+    FROM ranked a
+    LEFT JOIN claimed cl ON cl.id = a.id
+    UNION ALL
+    SELECT 0, '00000000-0000-0000-0000-000000000000'::uuid, '00000000-0000-0000-0000-000000000000'::uuid, '', false, false,
+           0, '', 0, now(), true
+    WHERE (SELECT lf.yes FROM label_limited lf)
+) o
+ORDER BY o.ord;
+
 -- name: ClaimCandidates :many
--- ClaimCandidates is the first statement of a claim round. It locks (SKIP LOCKED, so
--- replicas load different rows) up to max_rows claimable requests, priority first,
--- then age, leaving out those of a target whose own limit is reached, of a label
--- limit that is reached, and of the targets and label limits the claim already found
--- full (skip_targets, skip_limits). The targets at their limit are found once, from
--- what runs (a few rows per busy target), so that each pending row costs a hash
--- lookup, not a count; the lock is taken on the scan of the queue alone, so only the
--- rows returned are locked. Each row comes with the limits it falls under (its
--- target's, its own or else the default, and the label limits its target's labels
--- match, by name). The statement then takes the advisory lock of every limit key the
--- rows fall under (a stripe of 256 of the target ids, and each label limit by name),
--- in ascending order: waiting for each when wait is set, else only those free now;
--- held says whether every key of the row is held. The counts that decide admission
--- are read by the next statement, whose snapshot follows the locks.
+-- ClaimCandidates loads the candidates of a claim round when label limits exist,
+-- after LockClaims. It locks (SKIP LOCKED) up to max_rows claimable requests,
+-- priority first, then age, leaving out those of a target whose own limit is
+-- reached, of a label limit that is reached, and of the targets and label limits the
+-- claim already found full (skip_targets, skip_limits). The targets at their limit
+-- are found once, from what runs (a few rows per busy target), so that each pending
+-- row costs a hash lookup, not a count; the lock is taken on the scan of the queue
+-- alone, so only the rows returned are locked. Each row comes with the limits it
+-- falls under (its target's, its own or else the default, and the label limits its
+-- target's labels match, by name).
 WITH target_default AS (
     SELECT d.name, d.max_running FROM concurrency_limits d WHERE d.scope = 'target' AND d.value IS NULL
 ), label_limits AS (
@@ -70,77 +141,21 @@ WITH target_default AS (
     ORDER BY p.priority_rank, p.created_at
     LIMIT @max_rows::int
     FOR UPDATE OF p SKIP LOCKED
-), candidates AS (
-    SELECT l.id, l.target_id, l.priority_rank, l.created_at,
-           coalesce(own.name, d.name, '')::text AS target_limit,
-           coalesce(own.max_running, d.max_running, 1)::int AS target_max,
-           ARRAY(SELECT ll.name FROM label_limits ll WHERE t.labels ->> ll.label = ll.value ORDER BY ll.name)::text[] AS label_limits
-    FROM locked l
-    JOIN targets t ON t.id = l.target_id
-    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
-    LEFT JOIN target_default d ON true
-), keyed AS (
-    SELECT c.id, hashtextextended('mantis/limit/target/' || ('x' || right(c.target_id::text, 2))::bit(8)::int, 0) AS key
-    FROM candidates c
-    UNION ALL
-    SELECT c.id, hashtextextended('mantis/limit/label/' || n, 0) FROM candidates c, unnest(c.label_limits) AS n
-), held AS MATERIALIZED (
-    SELECT k.key, CASE WHEN @wait::bool THEN pg_advisory_xact_lock(k.key) IS NOT NULL ELSE pg_try_advisory_xact_lock(k.key) END AS held
-    FROM (SELECT DISTINCT kk.key FROM keyed kk ORDER BY kk.key) k
 )
-SELECT c.id, c.target_id, c.target_limit, c.target_max, c.label_limits,
-       NOT EXISTS (SELECT 1 FROM keyed kk JOIN held h ON h.key = kk.key WHERE kk.id = c.id AND NOT h.held) AS held
-FROM candidates c
-ORDER BY c.priority_rank, c.created_at;
-
--- name: ClaimWithinTargetRoom :many
--- ClaimWithinTargetRoom is the second and last statement of a claim round whose rows
--- fall under no label limit: in a snapshot taken after ClaimCandidates' locks, it
--- counts what runs on each target of the rows (what target_running counts) and
--- claims, in the order given, the first rows of each target that fit (the seed's
--- conditional UPDATE from pending to processing, with a new claim epoch). Each row
--- comes back, in order, with whether it fitted (admitted) and whether the update won
--- it (claimed). The rows to update are given as an array so that even a generic plan
--- finds them by primary key rather than by joining the whole queue.
-WITH c AS (
-    SELECT unnest(@ids::uuid[]) AS id, unnest(@target_ids::uuid[]) AS target_id, unnest(@caps::int[]) AS cap,
-           generate_subscripts(@ids::uuid[], 1) AS ord
-), running AS (
-    -- What target_running counts, for all the targets in one pass: the claim keeps
-    -- each target within its cap, so stopping at the cap would save little, and one
-    -- scan visits each page once where a count per target revisits them.
-    SELECT x.target_id, count(*) AS running FROM (
-        SELECT a.target_id FROM pending_dispatch_requests a WHERE a.status = 'processing' AND a.target_id = ANY(@target_ids::uuid[])
-        UNION ALL
-        SELECT q.target_id FROM command_queue q WHERE q.status IN ('queued', 'running') AND q.target_id = ANY(@target_ids::uuid[])
-    ) x GROUP BY x.target_id
-), room AS (
-    SELECT d.target_id, d.cap - coalesce(r.running, 0) AS room
-    FROM (SELECT DISTINCT c.target_id, c.cap FROM c) d
-    LEFT JOIN running r ON r.target_id = d.target_id
-), ranked AS (
-    SELECT c.id, c.ord, row_number() OVER (PARTITION BY c.target_id ORDER BY c.ord) <= r.room AS admitted
-    FROM c JOIN room r ON r.target_id = c.target_id
-), claimed AS (
-    UPDATE pending_dispatch_requests p
-    SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
-        claim_key = nullif(@claim_key::text, '')
-    WHERE p.id = ANY(ARRAY(SELECT a.id FROM ranked a WHERE a.admitted)) AND p.status = 'pending'
-    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
-)
-SELECT a.id::uuid AS id, a.admitted::bool AS admitted, (cl.id IS NOT NULL)::bool AS claimed,
-       coalesce(cl.claim_epoch, 0)::bigint AS claim_epoch, coalesce(t.name, '')::text AS target,
-       coalesce(cl.priority, '')::text AS priority, coalesce(cl.attempts, 0)::int AS attempts,
-       coalesce(cl.created_at, now())::timestamptz AS created_at
-FROM ranked a
-LEFT JOIN claimed cl ON cl.id = a.id
-LEFT JOIN targets t ON t.id = cl.target_id
-ORDER BY a.ord;
+SELECT l.id, l.target_id,
+       coalesce(own.name, d.name, '')::text AS target_limit,
+       coalesce(own.max_running, d.max_running, 1)::int AS target_max,
+       ARRAY(SELECT ll.name FROM label_limits ll WHERE t.labels ->> ll.label = ll.value ORDER BY ll.name)::text[] AS label_limits
+FROM locked l
+JOIN targets t ON t.id = l.target_id
+LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
+LEFT JOIN target_default d ON true
+ORDER BY l.priority_rank, l.created_at;
 
 -- name: LimitsRunning :many
 -- LimitsRunning counts, in one statement, what runs on each target of ids (up to its
 -- cap, side by side) and under each named label limit (up to its maximum): the
--- counts of a claim round whose rows fall under label limits.
+-- counts of a claim round whose rows fall under label limits, after LockClaims.
 SELECT 'target'::text AS scope, u.id::text AS subject, target_running(u.id, u.cap)::int AS running, u.cap::int AS max_running
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@caps::int[]) AS cap) u
 UNION ALL
