@@ -66,6 +66,7 @@ func runPrintedCommands(t *testing.T, srv testenv.Temporal, msg string) int {
 
 func TestPrepareNamespaceNamesTheCommandThatCreatesAMissingNamespace(t *testing.T) {
 	srv := testenv.TemporalServer(t)
+	srv.RequireWantedKind(t)
 	ns := freshNamespace()
 	ctx := context.Background()
 
@@ -80,6 +81,7 @@ func TestPrepareNamespaceNamesTheCommandThatCreatesAMissingNamespace(t *testing.
 
 func TestPrepareNamespaceInCheckModeNamesTheCommandsThatAddMissingAttributes(t *testing.T) {
 	srv := testenv.TemporalServer(t)
+	srv.RequireWantedKind(t)
 	ns := freshNamespace()
 	ctx := context.Background()
 	create := exec.Command(mustCLI(t), "operator", "namespace", "create", "--namespace", ns)
@@ -100,6 +102,7 @@ func TestPrepareNamespaceInCheckModeNamesTheCommandsThatAddMissingAttributes(t *
 
 func TestPrepareNamespaceRefusesAnAttributeOfAnotherType(t *testing.T) {
 	srv := testenv.TemporalServer(t)
+	srv.RequireWantedKind(t)
 	ctx := context.Background()
 	s := setupFor(t, srv, srv.Namespace, config.SearchAttributesRegister)
 	// The namespace has MantisReplica as a Keyword; a key of the same name as Int

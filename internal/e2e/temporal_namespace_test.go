@@ -46,6 +46,7 @@ func listWorkflows(t *testing.T, c client.Client, namespace, query string) []str
 // maps a new attribute seconds after it is listed; the dev server at once.
 func TestMandibleFirstStartOnFreshNamespaces(t *testing.T) {
 	srv := testenv.TemporalServer(t)
+	srv.RequireWantedKind(t)
 	t.Logf("Temporal: %s server at %s", srv.Kind, srv.Address)
 	c, err := client.Dial(client.Options{HostPort: srv.Address})
 	require.NoError(t, err)
@@ -87,6 +88,7 @@ func TestMandibleFirstStartOnFreshNamespaces(t *testing.T) {
 // A deployment over both agent modes is found through the search attributes Mantis
 // sets: its id and its final status.
 func TestDeploymentIsFoundBySearchAttributes(t *testing.T) {
+	testenv.TemporalServer(t).RequireWantedKind(t)
 	s := setupExec(t)
 	r := s.mandible.replica
 	spec := fmt.Sprintf(`{"name":"findable","targets":[%q,%q],"steps":[{"name":"one","command":"true"}]}`, s.poll.Name, s.listen.Name)
@@ -104,4 +106,32 @@ func TestDeploymentIsFoundBySearchAttributes(t *testing.T) {
 		ids := listWorkflows(t, c, srv.Namespace, query)
 		return len(ids) == 1 && ids[0] == "deployment:"+id
 	}, 30*time.Second, 200*time.Millisecond, "visibility query %q", query)
+}
+
+// postgresStore is what a temporal-server on PostgreSQL (the postgres12 plugin) reports
+// as its persistence and visibility store.
+const postgresStore = "postgres12"
+
+// The stack's Temporal is the kind it says it is: a production temporal-server keeps
+// its history and visibility in PostgreSQL (what `temporal operator cluster describe`
+// prints as PersistenceStore and VisibilityStore), the dev server in SQLite. Under
+// make test-temporal-server (MANTIS_REQUIRE_TEMPORAL_SERVER=1) it must be the former.
+func TestTemporalServerKindAndPersistence(t *testing.T) {
+	srv := testenv.TemporalServer(t)
+	srv.RequireWantedKind(t)
+	c, err := client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	info, err := c.WorkflowService().GetClusterInfo(ctx, &workflowservice.GetClusterInfoRequest{})
+	require.NoError(t, err)
+	t.Logf("Temporal %s at %s: server %s, persistence %s, visibility %s",
+		srv.Kind, srv.Address, info.GetServerVersion(), info.GetPersistenceStore(), info.GetVisibilityStore())
+	if srv.Kind == testenv.TemporalKindServer {
+		require.Equal(t, postgresStore, info.GetPersistenceStore())
+		require.Contains(t, info.GetVisibilityStore(), postgresStore)
+		return
+	}
+	require.NotEqual(t, postgresStore, info.GetPersistenceStore(), "the dev server keeps its history in SQLite")
 }
