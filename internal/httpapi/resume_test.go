@@ -136,7 +136,7 @@ func TestResumeCreatesALinkedDeploymentOnTheFailedTargets(t *testing.T) {
 // workflowMemo reads the memo of deployment id's workflow.
 func workflowMemo(t *testing.T, b *fleetBundle, id uuid.UUID) map[string]any {
 	t.Helper()
-	desc, err := b.temporal.DescribeWorkflowExecution(context.Background(), workflows.DeploymentWorkflowID(id.String()), "")
+	desc, err := rawDescription(b.temporal.DescribeWorkflow(context.Background(), workflows.DeploymentWorkflowID(id.String()), ""))
 	require.NoError(t, err)
 	out := map[string]any{}
 	for k, p := range desc.WorkflowExecutionInfo.GetMemo().GetFields() {
