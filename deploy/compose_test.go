@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mantis-deploy/mantis/internal/devstack"
 )
 
 // composeService is the part of a Compose service the rules look at.
@@ -21,11 +23,11 @@ type composeService struct {
 	Secrets     []string          `json:"secrets"`
 }
 
-// Versions the Compose installation must run at least or exactly.
-const (
-	minRabbitMQMajor, minRabbitMQMinor = 4, 3
-	temporalServerVersion              = "1.29.1"
-)
+// The RabbitMQ version the Compose installation must run at least. Its Temporal
+// server and Web UI are the releases the dev stack's --temporal-server runs
+// (devstack.TemporalServerVersion, devstack.TemporalUIVersion), so that the tests of
+// make test-temporal-server speak for the Compose installation.
+const minRabbitMQMajor, minRabbitMQMinor = 4, 3
 
 func loadCompose(t *testing.T) map[string]composeService {
 	t.Helper()
@@ -119,10 +121,12 @@ func TestComposeTemporalUsesPostgreSQLAndMandiblesCodec(t *testing.T) {
 	temporal := services["temporal"]
 	repo, _ := imageVersion(temporal.Image)
 	require.Contains(t, []string{"temporalio/server", "temporalio/auto-setup"}, repo)
-	require.True(t, strings.HasSuffix(temporal.Image, ":"+temporalServerVersion), temporal.Image)
+	require.Equal(t, repo+":"+strings.TrimPrefix(devstack.TemporalServerVersion, "v"), temporal.Image,
+		"the server release the dev stack's --temporal-server runs")
 	require.Equal(t, "postgres12", temporal.Environment["DB"])
 	ui := services["temporal-ui"]
-	require.True(t, strings.HasPrefix(ui.Image, "temporalio/ui:"))
+	require.Equal(t, "temporalio/ui:"+strings.TrimPrefix(devstack.TemporalUIVersion, "v"), ui.Image,
+		"the Web UI release the dev stack's --temporal-server runs")
 	require.True(t, strings.HasSuffix(ui.Environment["TEMPORAL_CODEC_ENDPOINT"], "/codec"))
 	require.Contains(t, services["mandible-1"].Secrets, "mandible_config", "passwords reach Mandible as a secret file")
 }
