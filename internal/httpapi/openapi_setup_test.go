@@ -157,6 +157,9 @@ func (b *contractBundle) call(t *testing.T, ex exchange) []byte {
 		require.NoError(t, err)
 	}
 	require.Equal(t, ex.want, resp.StatusCode, "%s %s: %s", ex.method, ex.path, body)
+	if ex.stream {
+		requireDocumentedContentType(t, route, resp)
+	}
 	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: input, Status: resp.StatusCode, Header: resp.Header,
 		Body:    io.NopCloser(bytes.NewReader(body)),
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: ex.stream, MultiError: true}}
