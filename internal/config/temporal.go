@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"net/url"
+	"time"
 )
 
 // Temporal is the Temporal frontend Mandible's worker and client use, how to reach it
@@ -61,6 +62,14 @@ type Temporal struct {
 	CodecKeyID   string `toml:"codec_key_id"`
 }
 
+// Bounds of temporal.search_attributes_wait: the default covers a real cluster's
+// namespace cache (up to ~10 s) several times over; the most keeps a misconfigured
+// start-up from hanging for hours.
+const (
+	DefaultSearchAttributesWait = 60 * time.Second
+	MaxSearchAttributesWait     = 30 * time.Minute
+)
+
 // What Mandible does with its search attributes at start (Temporal.SearchAttributes).
 const (
 	SearchAttributesRegister = "register"
@@ -102,6 +111,10 @@ func (t Temporal) validate(p *problems) {
 	p.required("temporal.deployment_task_queue", t.DeploymentTaskQueue, "required")
 	if t.SearchAttributes != SearchAttributesRegister && t.SearchAttributes != SearchAttributesCheck {
 		p.add("temporal.search_attributes", "must be %q or %q, got %q", SearchAttributesRegister, SearchAttributesCheck, t.SearchAttributes)
+	}
+	// Positive like every duration (problems.durations); bounded here.
+	if w := t.SearchAttributesWait.Duration; w > MaxSearchAttributesWait {
+		p.add("temporal.search_attributes_wait", "must be at most %s, got %s", MaxSearchAttributesWait, w)
 	}
 	if t.CodecKeyFile != "" && t.CodecKeysDir != "" {
 		p.add("temporal.codec_keys_dir", "set codec_key_file or codec_keys_dir, not both")
