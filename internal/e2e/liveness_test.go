@@ -79,11 +79,41 @@ func TestMandibleFrozenMidDeploymentFailsNothing(t *testing.T) {
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 	frozen := time.After(45 * time.Second)
 	<-frozen
+	var thawed time.Time
+	require.NoError(t, s.pool.QueryRow(s.ctx, `SELECT now()`).Scan(&thawed))
 	require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
 
 	waitDeployment(t, s.mandible.replica, id, "succeeded")
+	// The deployment can succeed before the monitor judges anyone: wait until
+	// Thorax's first heartbeat after the thaw has landed and the monitor has
+	// judged the instances after its grace, so that a false verdict is seen.
+	s.waitJudgedSince(t, thawed, heartbeatTimeout)
 	s.requireNoDeadInstance(t)
 	require.Contains(t, s.mandible.log(), "replica recovering")
+}
+
+// monitorTickBound is more than two of the monitor's ticks at the tests'
+// heartbeat timeouts (a tick is a fifth of the timeout), so that a replica
+// heartbeat recorded that long after the end of the grace comes from a tick
+// after the one that judged.
+const monitorTickBound = 2 * time.Second
+
+// waitJudgedSince waits until Thorax heartbeat after since and until the
+// replica's monitor, having recovered after since, has judged the instances
+// at least once after its grace of a whole heartbeat timeout: its row was
+// heartbeat later than the end of the grace plus two ticks.
+func (s livenessSetup) waitJudgedSince(t *testing.T, since time.Time, heartbeatTimeout time.Duration) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var beat time.Time
+		require.NoError(ct, s.pool.QueryRow(s.ctx, `SELECT last_heartbeat_at FROM thorax_instances WHERE name = $1`, s.thorax.Name).Scan(&beat))
+		require.True(ct, beat.After(since), "no Thorax heartbeat since the thaw yet")
+		var healthySince, lastSeen time.Time
+		require.NoError(ct, s.pool.QueryRow(s.ctx, `SELECT healthy_since, last_seen_at FROM mandible_replicas WHERE id = $1`, s.mandible.ID).
+			Scan(&healthySince, &lastSeen))
+		require.True(ct, healthySince.After(since), "the replica has not recorded its recovery yet")
+		require.GreaterOrEqual(ct, lastSeen.Sub(healthySince), heartbeatTimeout+monitorTickBound, "the monitor has not judged since its recovery yet")
+	}, time.Minute, 100*time.Millisecond, "the monitor never judged the instances after the thaw")
 }
 
 // A single Mandible stopped mid-deployment for several heartbeat timeouts and started
