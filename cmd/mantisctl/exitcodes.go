@@ -36,7 +36,7 @@ const (
 // exitCodesHelp documents the exit codes in `mantisctl --help`.
 const exitCodesHelp = `Exit codes:
   0  succeeded (get and list succeed whatever the deployment's state)
-  1  the deployment failed (watch, deploy --watch, run), or another error
+  1  the deployment failed (watch, deploy --watch, run), or another error (an HTTP 500)
   2  usage error or invalid input (bad flags or arguments, invalid spec, HTTP 400/404/413/422)
   3  the deployment was cancelled, or mantisctl was interrupted
   4  authentication or permission refused (HTTP 401/403)
