@@ -1,8 +1,9 @@
 #!/bin/bash
 # Runs inside `mantisctl dev exec` (make deploy-check): applies the Ansible role
 # deploy/ansible/roles/rabbitmq to the throw-away stack's broker twice, the second
-# run having to report changed=0, then runs the smoke deployment (smoke.sh) as the
-# role's users on the role's vhost.
+# run having to report changed=0, imports deploy/rabbitmq/definitions.json under
+# check-only names (definitions-import.sh), then runs the smoke deployment (smoke.sh)
+# as the role's users on the role's vhost.
 #
 # The broker is the stack's own node: the role reaches it with rabbitmqctl, whose
 # port mapper and Erlang cookie are read from the broker process's environment.
@@ -73,6 +74,10 @@ ctl() { HOME=$cookie_home ERL_EPMD_PORT=$epmd_port "$rabbitmq_bin/rabbitmqctl" -
 ctl list_permissions -p "$vhost" | tee "$work/permissions.txt"
 grep -qF "$thorax_user	^\$	^\$	^mantis\\.commands\\.priority\\.(high|normal|low)\$" "$work/permissions.txt"
 grep -qF "$mandible_user	.*	.*	.*" "$work/permissions.txt"
+
+# The shipped definitions.json, imported under check-only names, holds the same.
+MANTIS_RABBITMQ_COOKIE_HOME=$cookie_home MANTIS_RABBITMQ_EPMD_PORT=$epmd_port \
+	"$repo/deploy/check/definitions-import.sh"
 
 MANTIS_RABBITMQ_COOKIE_HOME=$cookie_home MANTIS_RABBITMQ_EPMD_PORT=$epmd_port \
 MANTIS_DEPLOY_CHECK_VHOST=$vhost MANTIS_DEPLOY_CHECK_MANDIBLE_USER=$mandible_user \
