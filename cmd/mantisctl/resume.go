@@ -122,7 +122,7 @@ resolved again. It prints the new deployment's id; --watch follows it.`,
 func afterRelated(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, d api.ResumedDeployment, rf relatedFlags) error {
 	out := cmd.OutOrStdout()
 	if rf.watch {
-		fmt.Fprintf(out, "deployment %s %ss %s\n", d.ID, d.Relation, d.ResumedFrom)
+		fmt.Fprintf(out, "deployment %s %s\n", d.ID, relationText(d))
 		return watchDeployment(cmd.Context(), out, c, d.ID.String(), watchOptions{format: f.format, timeout: rf.wait})
 	}
 	if f.format.structured() {
@@ -132,11 +132,7 @@ func afterRelated(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, d api
 	if !d.Created {
 		verb = "exists (same idempotency key)"
 	}
-	what := "runs again " + d.ResumedFrom.String()
-	if d.FromStep != nil {
-		what = fmt.Sprintf("resumes %s from step %d on %d targets", d.ResumedFrom, *d.FromStep, len(d.Targets))
-	}
-	fmt.Fprintf(out, "deployment %s %s: %s\n", d.ID, verb, what)
+	fmt.Fprintf(out, "deployment %s %s: %s\n", d.ID, verb, relationText(d))
 	if len(d.LeftOut) > 0 {
 		fmt.Fprintf(out, "  left out (no longer registered): %s\n", strings.Join(d.LeftOut, ", "))
 	}
@@ -145,4 +141,12 @@ func afterRelated(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, d api
 		fmt.Fprintf(out, "  temporal: %s\n", u)
 	}
 	return nil
+}
+
+// relationText says how d relates to the deployment it was made from.
+func relationText(d api.ResumedDeployment) string {
+	if d.FromStep != nil {
+		return fmt.Sprintf("resumes %s from step %d on %d targets", d.ResumedFrom, *d.FromStep, len(d.Targets))
+	}
+	return fmt.Sprintf("runs %s again", d.ResumedFrom)
 }
