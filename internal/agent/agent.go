@@ -90,7 +90,7 @@ func ownCertificate(cfg config.Agent) string {
 
 // serveListen serves AgentService on listen.address until ctx is done.
 func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, metrics *identity.Metrics, logger *slog.Logger) error {
-	creds, err := ListenCredentials(cfg.Listen)
+	creds, err := ListenCredentials(cfg.Listen, identity.HandshakeRefusals(identity.LinkListenAgent, logger, metrics))
 	if err != nil {
 		return err
 	}

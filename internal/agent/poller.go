@@ -78,7 +78,11 @@ func reportOf(key string, cmd *mantisv1.Command, res *mantisv1.CommandResult) re
 // NewPoller returns a Poller for the agent cfg (mode poll) that runs commands
 // on runner. It does not connect yet: Run does, and keeps reconnecting.
 func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, error) {
-	creds, err := ThoraxCredentials(cfg.Thorax)
+	var idMetrics *identity.Metrics
+	if runner.metrics != nil {
+		idMetrics = identity.NewMetrics(runner.metrics.reg)
+	}
+	creds, err := ThoraxCredentials(cfg.Thorax, identity.HandshakeRefusals(identity.LinkThoraxAgents, logger, idMetrics))
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +120,10 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 
 // ThoraxCredentials returns the transport security of the thorax section:
 // TLS that verifies Thorax's certificate against thorax.ca_cert_path and
-// presents the agent's own pair, or plaintext when thorax.insecure is set.
-func ThoraxCredentials(cfg config.Endpoint) (credentials.TransportCredentials, error) {
+// presents the agent's own pair, or plaintext when thorax.insecure is set. A server
+// refused for its role goes to refused (log and count it with
+// identity.HandshakeRefusals).
+func ThoraxCredentials(cfg config.Endpoint, refused ...tlsconf.RefusalHook) (credentials.TransportCredentials, error) {
 	if cfg.Insecure {
 		return insecure.NewCredentials(), nil
 	}
@@ -127,7 +133,7 @@ func ThoraxCredentials(cfg config.Endpoint) (credentials.TransportCredentials, e
 	if err != nil {
 		return nil, err
 	}
-	tlsconf.RequirePeerRole(tc, identity.RoleThorax)
+	tlsconf.RequirePeerRole(tc, identity.RoleThorax, refused...)
 	return credentials.NewTLS(tc), nil
 }
 

@@ -84,8 +84,9 @@ func (s *Server) CancelCommand(ctx context.Context, req *mantisv1.CancelCommandR
 // mutual TLS that accepts only a client certificate signed by
 // listen.ca_cert_path and, when listen.allowed_client_names is set, naming one
 // of them; or plaintext when listen.insecure is set. The role is checked per
-// call (NewGRPCServer).
-func ListenCredentials(cfg config.AgentListen) (credentials.TransportCredentials, error) {
+// call (NewGRPCServer). A handshake refused by name goes to refused (log and count
+// it with identity.HandshakeRefusals).
+func ListenCredentials(cfg config.AgentListen, refused ...tlsconf.RefusalHook) (credentials.TransportCredentials, error) {
 	if cfg.Insecure {
 		return insecure.NewCredentials(), nil
 	}
@@ -94,7 +95,7 @@ func ListenCredentials(cfg config.AgentListen) (credentials.TransportCredentials
 		return nil, err
 	}
 	if len(cfg.AllowedClientNames) > 0 {
-		tlsconf.RequirePeerNames(tc, cfg.AllowedClientNames)
+		tlsconf.RequirePeerNames(tc, cfg.AllowedClientNames, refused...)
 	}
 	return credentials.NewTLS(tc), nil
 }

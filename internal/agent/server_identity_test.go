@@ -1,8 +1,10 @@
 package agent_test
 
 import (
+	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -17,6 +19,12 @@ import (
 // refusals returns the listen agent's refusal count for the presented role.
 func refusals(t *testing.T, reg *prometheus.Registry, presented string) float64 {
 	t.Helper()
+	return refusalsOf(t, reg, identity.LinkListenAgent, "thorax", presented)
+}
+
+// refusalsOf returns the refusal count on link for expected and presented.
+func refusalsOf(t *testing.T, reg *prometheus.Registry, link, expected, presented string) float64 {
+	t.Helper()
 	families, err := reg.Gather()
 	require.NoError(t, err)
 	for _, f := range families {
@@ -28,7 +36,7 @@ func refusals(t *testing.T, reg *prometheus.Registry, presented string) float64 
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["link"] == identity.LinkListenAgent && labels["expected"] == "thorax" && labels["presented"] == presented {
+			if labels["link"] == link && labels["expected"] == expected && labels["presented"] == presented {
 				return m.GetCounter().GetValue()
 			}
 		}
@@ -48,7 +56,10 @@ func TestListenAllowedClientNamesMatchIdentityNames(t *testing.T) {
 	lc := config.DefaultAgent().Listen
 	lc.TLS = config.TLS{CACertPath: certs.CACert(), CertPath: cert, KeyPath: key}
 	lc.AllowedClientNames = []string{"thorax-1"}
-	creds, err := agent.ListenCredentials(lc)
+	reg := prometheus.NewRegistry()
+	log := &syncBuffer{}
+	creds, err := agent.ListenCredentials(lc, identity.HandshakeRefusals(identity.LinkListenAgent,
+		slog.New(slog.NewTextHandler(log, nil)), identity.NewMetrics(reg)))
 	require.NoError(t, err)
 	runner := agent.NewRunner(execConfig(nil), openJournal(t, t.TempDir(), nil), testLogger(t))
 	gs := agent.NewGRPCServer(agent.NewServer(runner, testLogger(t)), creds)
@@ -64,6 +75,12 @@ func TestListenAllowedClientNamesMatchIdentityNames(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tlsHandshake(t, addr, certs.CACert(), t1Cert, t1Key))
 	require.ErrorContains(t, tlsHandshake(t, addr, certs.CACert(), t2Cert, t2Key), "remote error: tls: ")
+	// The refusal is logged and counted, not only felt by the client.
+	require.Eventually(t, func() bool {
+		return refusalsOf(t, reg, identity.LinkListenAgent, identity.ExpectedAllowedName, "thorax") == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, log.String(), "refused handshake for its identity")
+	require.Contains(t, log.String(), "peer=thorax/thorax-2")
 
 	client, _ := dial(t, addr, certs.CACert(), t1Cert, t1Key)
 	_, err = client.CancelCommand(callCtx(t), &mantisv1.CancelCommandRequest{CommandId: "x"})

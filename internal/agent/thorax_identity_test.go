@@ -1,11 +1,15 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -25,7 +29,11 @@ func TestPollAgentRefusesAServerThatIsNotThorax(t *testing.T) {
 	require.NoError(t, err)
 	agentCert, agentKey, err := b.Issue(identity.RoleAgent, "web-1", []string{"localhost"})
 	require.NoError(t, err)
-	creds, err := ThoraxCredentials(config.Endpoint{TLS: config.TLS{CACertPath: b.CACert(), CertPath: agentCert, KeyPath: agentKey}})
+	reg := prometheus.NewRegistry()
+	metrics := identity.NewMetrics(reg)
+	log := &lockedLog{}
+	creds, err := ThoraxCredentials(config.Endpoint{TLS: config.TLS{CACertPath: b.CACert(), CertPath: agentCert, KeyPath: agentKey}},
+		identity.HandshakeRefusals(identity.LinkThoraxAgents, slog.New(slog.NewTextHandler(log, nil)), metrics))
 	require.NoError(t, err)
 
 	serve := func(role identity.Role, name string) string {
@@ -54,4 +62,52 @@ func TestPollAgentRefusesAServerThatIsNotThorax(t *testing.T) {
 	err = check(serve(identity.RoleMandible, "mandible-1"))
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "expected a thorax")
+	// The agent logs and counts the refusal (gRPC may have tried more than once).
+	require.Eventually(t, func() bool {
+		return refusalCount(t, reg, identity.LinkThoraxAgents, "thorax", "mandible") >= 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Contains(t, log.String(), "refused handshake for its identity")
+	require.Contains(t, log.String(), "peer=mandible/mandible-1")
+	require.Zero(t, refusalCount(t, reg, identity.LinkThoraxAgents, "thorax", "thorax"), "the real Thorax was no refusal")
+}
+
+// refusalCount is the refusal count of reg on link for expected and presented.
+func refusalCount(t *testing.T, reg *prometheus.Registry, link, expected, presented string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	want := map[string]string{"link": link, "expected": expected, "presented": presented}
+	for _, f := range families {
+		if f.GetName() != identity.RefusalsMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			match := len(m.GetLabel()) == len(want)
+			for _, l := range m.GetLabel() {
+				match = match && want[l.GetName()] == l.GetValue()
+			}
+			if match {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// lockedLog is a log a handshake may write while the test reads it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -160,7 +160,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		if err != nil {
 			return nil, fmt.Errorf("mandible TLS: %w", err)
 		}
-		tlsconf.RequirePeerRole(tc, identity.RoleMandible)
+		tlsconf.RequirePeerRole(tc, identity.RoleMandible, identity.HandshakeRefusals(identity.LinkMandibleGRPC, logger, t.idMetrics))
 		t.mandibleCreds = credentials.NewTLS(tc)
 	}
 	if cfg.Agents.Insecure {
@@ -170,7 +170,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
 		}
-		tlsconf.RequirePeerRole(client, identity.RoleAgent)
+		tlsconf.RequirePeerRole(client, identity.RoleAgent, identity.HandshakeRefusals(identity.LinkListenAgent, logger, t.idMetrics))
 		server, err := tlsconf.Server(tlsFiles(cfg.Agents.TLS, logger))
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
