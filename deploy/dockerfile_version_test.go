@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -49,19 +48,11 @@ func TestDockerfileStampsTheVersion(t *testing.T) {
 		ldflags = append(ldflags, "-X", os.Expand(s, func(k string) string { return args[k] }))
 	}
 	bin := filepath.Join(t.TempDir(), "agent")
-	build := exec.Command(goTool(), "build", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "../cmd/agent")
+	build := exec.Command("go", "build", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "../cmd/agent")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the agent with the image's linker flags: %s", out)
 	out, err = exec.Command(bin, "--version").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), wantVersion)
 	require.Contains(t, string(out), "commit "+wantRevision[:12])
-}
-
-// goTool is the go command that runs this test.
-func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
