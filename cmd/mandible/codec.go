@@ -17,11 +17,8 @@ func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, ke
 		return api
 	}
 	endpoint := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
-		Codec: c,
-		Authenticate: func(secret string) (string, bool) {
-			t, ok := keys.Lookup(secret)
-			return t.Name, ok
-		},
+		Codec:      c,
+		Keys:       keys,
 		UIURL:      cfg.Temporal.UIURL,
 		SessionKey: c.DeriveKey("codec endpoint sessions"),
 		Logger:     logger,

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/apitoken"
 )
 
 // Paths of the codec endpoint (the Temporal remote codec protocol under CodecPrefix) and
@@ -27,8 +28,10 @@ const (
 type CodecOptions struct {
 	// Codec decodes (and encodes) payloads for the Temporal Web UI and CLI.
 	Codec converter.PayloadCodec
-	// Authenticate returns the name of the API token secret, or false for none.
-	Authenticate func(secret string) (name string, ok bool)
+	// Keys are the API tokens admitted, as a bearer token or through the sign-in
+	// page; a session is looked up in Keys again on every call, so a token revoked
+	// from the token file (SIGHUP) ends its sessions at once.
+	Keys *apitoken.Keyring
 	// UIURL is the Temporal Web UI; its origin is the only one CORS admits.
 	UIURL string
 	// SessionKey signs session cookies; replicas that share it accept each other's.
@@ -78,30 +81,34 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			api.WriteError(w, r, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the codec endpoint takes POST")
 			return
 		}
-		name, ok := codecCaller(r, opts.Authenticate, sessions)
-		if t, _, found := opts.Console.tokenOf(r); !ok && found {
-			name, ok = t.Name, true
+		t, ok := codecCaller(r, opts.Keys, sessions)
+		if console, _, found := opts.Console.tokenOf(r); !ok && found {
+			t, ok = console, true
 		}
 		if !ok {
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "unauthenticated")
 			api.WriteError(w, r, http.StatusUnauthorized, api.CodeUnauthenticated, "a bearer token or a session from "+SignInPath+" is required")
 			return
 		}
-		opts.Logger.DebugContext(r.Context(), "codec request", "path", r.URL.Path, "token", name)
+		opts.Logger.DebugContext(r.Context(), "codec request", "path", r.URL.Path, "token", t.Name)
 		codec.ServeHTTP(w, r)
 	})
 	return mux
 }
 
-// codecCaller returns who calls: the bearer token's name, or the session cookie's.
-func codecCaller(r *http.Request, authenticate func(string) (string, bool), sessions sessionSigner) (string, bool) {
-	if secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && authenticate != nil {
-		return authenticate(secret)
+// codecCaller returns who calls: the bearer token, or the token the session cookie
+// names, each as keys hold it now.
+func codecCaller(r *http.Request, keys *apitoken.Keyring, sessions sessionSigner) (apitoken.Token, bool) {
+	if keys == nil {
+		return apitoken.Token{}, false
+	}
+	if secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return keys.Lookup(secret)
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		return sessions.verify(c.Value)
+		return sessionToken(sessions, keys, c.Value)
 	}
-	return "", false
+	return apitoken.Token{}, false
 }
 
 // corsAllowed sets the CORS headers for origin and reports whether the request may go

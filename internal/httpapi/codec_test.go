@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 )
@@ -27,6 +28,13 @@ const (
 type codecSetup struct {
 	srv   *httptest.Server
 	codec *codec.Codec
+	keys  *apitoken.Keyring
+}
+
+// codecTokens are the tokens the codec endpoint of setupCodec admits: codecToken,
+// named ops.
+func codecTokens() []apitoken.Token {
+	return []apitoken.Token{{Name: "ops", Scope: apitoken.ScopeRead, SHA256: apitoken.Hash(codecToken)}}
 }
 
 func setupCodec(t *testing.T) codecSetup {
@@ -36,17 +44,16 @@ func setupCodec(t *testing.T) codecSetup {
 	require.NoError(t, err)
 	c, err := codec.New("k1", map[string][]byte{"k1": k})
 	require.NoError(t, err)
+	keys := apitoken.NewKeyring(codecTokens())
 	h := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
-		Codec: c,
-		Authenticate: func(secret string) (string, bool) {
-			return "ops", secret == codecToken
-		},
+		Codec:      c,
+		Keys:       keys,
 		UIURL:      uiOrigin + "/namespaces/default",
 		SessionKey: c.DeriveKey("session"),
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return codecSetup{srv: srv, codec: c}
+	return codecSetup{srv: srv, codec: c, keys: keys}
 }
 
 // sealedBody is a /codec/decode request body holding one sealed payload of plain.
@@ -186,4 +193,54 @@ func TestCodecEndpointPassesPlainPayloadsThrough(t *testing.T) {
 	require.NoError(t, err)
 	resp := s.decode(t, b, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+codecToken) })
 	require.Equal(t, "plain input", decodedString(t, resp))
+}
+
+// signIn posts secret to the sign-in page and returns the session cookie it sets.
+func (s codecSetup) signIn(t *testing.T, secret string) *http.Cookie {
+	t.Helper()
+	resp, err := http.PostForm(s.srv.URL+"/signin", url.Values{"token": {secret}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, c := range resp.Cookies() {
+		if c.Name == httpapi.SessionCookie {
+			return c
+		}
+	}
+	require.FailNow(t, "the sign-in set no session cookie")
+	return nil
+}
+
+// A session cookie is only as good as its token: once the token is removed from
+// the keyring (a token file re-read on SIGHUP), or its secret replaced under the
+// same name, the cookie decodes nothing, although it is well signed and unexpired.
+func TestCodecSessionEndsWhenItsTokenIsRevoked(t *testing.T) {
+	t.Parallel()
+	s := setupCodec(t)
+	body := s.sealedBody(t, "echo deploy-spec")
+	session := s.signIn(t, codecToken)
+	fromUI := func(r *http.Request) {
+		r.Header.Set("Origin", uiOrigin)
+		r.AddCookie(session)
+	}
+	require.Equal(t, "echo deploy-spec", decodedString(t, s.decode(t, body, fromUI)))
+
+	// The same name with another secret: the old sign-in no longer counts.
+	const rotated = "codec-test-token-rotated-9876543210"
+	s.keys.Replace([]apitoken.Token{{Name: "ops", Scope: apitoken.ScopeRead, SHA256: apitoken.Hash(rotated)}})
+	require.Equal(t, http.StatusUnauthorized, s.decode(t, body, fromUI).StatusCode, "secret replaced")
+
+	s.keys.Replace(nil)
+	require.Equal(t, http.StatusUnauthorized, s.decode(t, body, fromUI).StatusCode, "token removed")
+	resp := s.decode(t, body, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+codecToken) })
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "bearer of the removed token")
+	resp, err := http.PostForm(s.srv.URL+"/signin", url.Values{"token": {codecToken}})
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "signing in again with the removed token")
+
+	// Put back, the token's sessions work again: the cookie names the token, and
+	// the keyring decides.
+	s.keys.Replace(codecTokens())
+	require.Equal(t, "echo deploy-spec", decodedString(t, s.decode(t, body, fromUI)))
 }

@@ -9,10 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/apitoken"
 )
 
-// sessionSigner issues and checks session cookies: "<token name>|<unix expiry>|<mac>",
-// each part base64url, the MAC an HMAC-SHA256 of the first two under key.
+// sessionSigner issues and checks session cookies: "<payload>|<unix expiry>|<mac>",
+// the payload base64url, the MAC an HMAC-SHA256 of the first two under key. A session
+// payload names a token and its fingerprint (sessionPayload).
 type sessionSigner struct {
 	key []byte
 	ttl time.Duration
@@ -52,6 +55,29 @@ func (s sessionSigner) verify(value string) (string, bool) {
 	return string(name), true
 }
 
+// sessionPayload is what a session cookie of t carries: the token's name and the
+// fingerprint of its secret, so that the session ends when the token is revoked or
+// its secret replaced.
+func sessionPayload(t apitoken.Token) string { return t.Name + "\x00" + fingerprint(t) }
+
+// sessionToken returns the token a session cookie value names, looked up in keys
+// again: a token removed from, or replaced in, the token file fails the lookup.
+func sessionToken(s sessionSigner, keys *apitoken.Keyring, value string) (apitoken.Token, bool) {
+	if len(value) > maxSessionCookie {
+		return apitoken.Token{}, false
+	}
+	payload, ok := s.verify(value)
+	if !ok {
+		return apitoken.Token{}, false
+	}
+	name, print, _ := strings.Cut(payload, "\x00")
+	t, ok := keys.ByName(name)
+	if !ok || !hmac.Equal([]byte(print), []byte(fingerprint(t))) {
+		return apitoken.Token{}, false
+	}
+	return t, true
+}
+
 var signInPage = template.Must(template.New("signin").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>Mantis sign-in</title></head>
 <body>
@@ -78,9 +104,10 @@ func signInHandler(opts CodecOptions, sessions sessionSigner) http.HandlerFunc {
 			_ = signInPage.Execute(w, signInView{})
 		case http.MethodPost:
 			r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-			name, ok := "", false
-			if opts.Authenticate != nil && r.ParseForm() == nil {
-				name, ok = opts.Authenticate(r.PostFormValue("token"))
+			var t apitoken.Token
+			ok := false
+			if opts.Keys != nil && r.ParseForm() == nil {
+				t, ok = opts.Keys.Lookup(r.PostFormValue("token"))
 			}
 			if !ok {
 				opts.Logger.WarnContext(r.Context(), "sign-in refused")
@@ -88,7 +115,7 @@ func signInHandler(opts CodecOptions, sessions sessionSigner) http.HandlerFunc {
 				_ = signInPage.Execute(w, signInView{Problem: "unknown token"})
 				return
 			}
-			value, expires := sessions.issue(name)
+			value, expires := sessions.issue(sessionPayload(t))
 			secure := opts.Secure || r.TLS != nil
 			cookie := &http.Cookie{Name: SessionCookie, Value: value, Path: "/", Expires: expires,
 				HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
@@ -96,8 +123,8 @@ func signInHandler(opts CodecOptions, sessions sessionSigner) http.HandlerFunc {
 				cookie.SameSite = http.SameSiteNoneMode // the UI may live on another site; CORS guards the origin
 			}
 			http.SetCookie(w, cookie)
-			opts.Logger.InfoContext(r.Context(), "signed in", "token", name)
-			_ = signInPage.Execute(w, signInView{Name: name})
+			opts.Logger.InfoContext(r.Context(), "signed in", "token", t.Name)
+			_ = signInPage.Execute(w, signInView{Name: t.Name})
 		default:
 			w.Header().Set("Allow", "GET, POST")
 			w.WriteHeader(http.StatusMethodNotAllowed)
