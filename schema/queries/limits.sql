@@ -37,8 +37,7 @@ SELECT pg_advisory_xact_lock(hashtextextended('mantis/limit/claims', 0));
 
 -- name: ClaimWithinTargetLimits :many
 -- ClaimWithinTargetLimits is a claim round when no label limit exists, in one
--- statement, after LockClaims. It counts what runs on every target that runs
--- anything (one pass over what runs), locks (SKIP LOCKED) up to max_rows claimable
+-- statement, after LockClaims. It locks (SKIP LOCKED) up to max_rows claimable
 -- requests, priority first, then age, leaving out the targets at their limit and
 -- those the claim already found full (skip_targets), admits each target's first rows
 -- as far as its limit has room, and moves them to processing (the seed's conditional
@@ -46,22 +45,39 @@ SELECT pg_advisory_xact_lock(hashtextextended('mantis/limit/claims', 0));
 -- claim order, with whether it fitted (admitted) and whether the update won it
 -- (claimed). When a label limit exists the statement claims nothing and returns one
 -- row with label_limited set: the claim then takes the label path (ClaimCandidates).
+--
+-- What runs is counted (one pass over what runs, for every target) unless every
+-- target has a bound (target_claim_bounds) that leaves room for a whole batch under
+-- its limit: then every candidate fits, and nothing is counted. The statement keeps
+-- the bounds: a target it counted gets what runs plus what it admitted, when that
+-- leaves room for a batch; a target with a bound gets its bound plus what it
+-- admitted otherwise.
 WITH label_limited AS (
     SELECT EXISTS (SELECT 1 FROM concurrency_limits l WHERE l.scope = 'label') AS yes
 ), default_max AS (
     SELECT coalesce((SELECT d.max_running FROM concurrency_limits d WHERE d.scope = 'target' AND d.value IS NULL), 1) AS max_running
+), caps AS MATERIALIZED (
+    SELECT t.id AS target_id, coalesce(own.max_running, (SELECT m.max_running FROM default_max m)) AS cap
+    FROM targets t
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
+), counted AS (
+    SELECT EXISTS (
+        SELECT 1 FROM caps c LEFT JOIN target_claim_bounds b ON b.target_id = c.target_id
+        WHERE b.target_id IS NULL OR b.claimed + @max_rows::int > c.cap
+    ) AS yes
 ), running AS (
-    -- What target_running counts, for every target in one pass.
+    -- What target_running counts, for every target in one pass; only when some
+    -- target has no bound leaving room for a batch.
     SELECT x.target_id, count(*) AS running FROM (
         SELECT a.target_id FROM pending_dispatch_requests a WHERE a.status = 'processing'
         UNION ALL
         SELECT q.target_id FROM command_queue q WHERE q.status IN ('queued', 'running')
-    ) x GROUP BY x.target_id
+    ) x
+    WHERE (SELECT cn.yes FROM counted cn)
+    GROUP BY x.target_id
 ), room AS (
-    SELECT r.target_id, coalesce(own.max_running, (SELECT m.max_running FROM default_max m)) - r.running AS room
-    FROM running r
-    JOIN targets rt ON rt.id = r.target_id
-    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = rt.name
+    SELECT r.target_id, c.cap - r.running AS room
+    FROM running r JOIN caps c ON c.target_id = r.target_id
 ), locked AS MATERIALIZED (
     SELECT p.id, p.target_id, p.priority_rank, p.created_at
     FROM pending_dispatch_requests p
@@ -72,21 +88,36 @@ WITH label_limited AS (
     ORDER BY p.priority_rank, p.created_at
     LIMIT @max_rows::int
     FOR UPDATE OF p SKIP LOCKED
-), ranked AS (
+), ranked AS MATERIALIZED (
     SELECT l.id, l.target_id, t.name AS target,
            row_number() OVER (ORDER BY l.priority_rank, l.created_at) AS ord,
            row_number() OVER (PARTITION BY l.target_id ORDER BY l.priority_rank, l.created_at)
-               <= coalesce(r.room, own.max_running, (SELECT m.max_running FROM default_max m)) AS admitted
+               <= coalesce(r.room, c.cap) AS admitted
     FROM locked l
     JOIN targets t ON t.id = l.target_id
+    JOIN caps c ON c.target_id = l.target_id
     LEFT JOIN room r ON r.target_id = l.target_id
-    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
 ), claimed AS (
     UPDATE pending_dispatch_requests p
     SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
         claim_key = nullif(@claim_key::text, '')
     WHERE p.id = ANY(ARRAY(SELECT a.id FROM ranked a WHERE a.admitted)) AND p.status = 'pending'
     RETURNING p.id, p.claim_epoch, p.priority, p.attempts, p.created_at
+), admitted_per_target AS (
+    SELECT a.target_id, count(*) AS n FROM ranked a WHERE a.admitted GROUP BY a.target_id
+), bounds AS (
+    INSERT INTO target_claim_bounds AS tb (target_id, claimed)
+    SELECT c.target_id,
+           CASE WHEN (SELECT cn.yes FROM counted cn) THEN coalesce(r.running, 0) + coalesce(ap.n, 0) ELSE b.claimed + ap.n END
+    FROM caps c
+    LEFT JOIN target_claim_bounds b ON b.target_id = c.target_id
+    LEFT JOIN running r ON r.target_id = c.target_id
+    LEFT JOIN admitted_per_target ap ON ap.target_id = c.target_id
+    WHERE ((SELECT cn.yes FROM counted cn) AND coalesce(r.running, 0) + coalesce(ap.n, 0) + @max_rows::int <= c.cap
+           AND b.claimed IS DISTINCT FROM coalesce(r.running, 0) + coalesce(ap.n, 0))
+       OR (b.target_id IS NOT NULL AND ap.n IS NOT NULL)
+    ON CONFLICT (target_id) DO UPDATE SET claimed = excluded.claimed
+    RETURNING tb.target_id
 )
 SELECT o.id::uuid AS id, o.target_id::uuid AS target_id, o.target::text AS target, o.admitted::bool AS admitted,
        o.claimed::bool AS claimed, o.claim_epoch::bigint AS claim_epoch, o.priority::text AS priority,
@@ -164,10 +195,19 @@ FROM concurrency_limits l WHERE l.scope = 'label' AND l.name = ANY(@names::text[
 
 -- name: ClaimRequests :many
 -- ClaimRequests is the seed's conditional UPDATE from pending to processing of the
--- admitted rows (which the claim holds locked), with a new claim epoch.
-UPDATE pending_dispatch_requests p
-SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
-    claim_key = nullif(@claim_key::text, '')
-FROM targets t
-WHERE p.id = ANY(@ids::uuid[]) AND p.status = 'pending' AND t.id = p.target_id
-RETURNING p.id, p.claim_epoch, t.name AS target, p.priority, p.attempts, p.created_at;
+-- admitted rows (which the claim holds locked), with a new claim epoch. It drops the
+-- bounds (target_claim_bounds) of the targets it claimed on: this path does not keep
+-- them, and a target without a bound is counted.
+WITH claimed AS (
+    UPDATE pending_dispatch_requests p
+    SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
+        claim_key = nullif(@claim_key::text, '')
+    WHERE p.id = ANY(@ids::uuid[]) AND p.status = 'pending'
+    RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
+), unbound AS (
+    DELETE FROM target_claim_bounds b WHERE b.target_id IN (SELECT c.target_id FROM claimed c)
+    RETURNING b.target_id
+)
+SELECT c.id, c.claim_epoch, t.name AS target, c.priority, c.attempts, c.created_at
+FROM claimed c
+JOIN targets t ON t.id = c.target_id;

@@ -237,6 +237,11 @@ type Target struct {
 	DeregisteredAt     *time.Time
 }
 
+type TargetClaimBound struct {
+	TargetID uuid.UUID
+	Claimed  int64
+}
+
 type ThoraxInstance struct {
 	ID               uuid.UUID
 	Name             string
