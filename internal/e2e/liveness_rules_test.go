@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -121,8 +122,14 @@ func TestDrainEndingWithoutAReportFallsUnderTheDeadInstanceRule(t *testing.T) {
 	other := c.startThorax(t)
 	otherID := c.waitRegistered(t, other)
 
-	id, cmd := c.deployOn(t, agent.Name, `{"name":"long","command":"sleep 120","timeout":"10m"},{"name":"never","command":"true"}`)
+	started := filepath.Join(c.dir, "started")
+	id, cmd := c.deployOn(t, agent.Name,
+		fmt.Sprintf(`{"name":"long","command":"touch %s; sleep 120","timeout":"10m"},{"name":"never","command":"true"}`, started))
 	require.Equal(t, drainedID, *cmd.Holder)
+	// Drain only once the agent runs the command: a claim still on its way to
+	// Thorax is not what this test is about.
+	require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, startTimeout, 50*time.Millisecond,
+		"the agent never started the command")
 
 	require.NoError(t, syscall.Kill(drained.Pid(), syscall.SIGTERM))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
