@@ -95,6 +95,13 @@ func TestSecretEnvReachesOnlyTheCommand(t *testing.T) {
 	requireNoSecret(t, "the history decoded by the codec", decoded, leaks)
 	require.Contains(t, decoded, secretenv.Prefix, "decoded, the input holds the secrets sealed")
 	require.Contains(t, decoded, "visible", "decoded, the plain env is there: the decoding worked")
+	// The secrets are sealed before the workflow starts, so their absence from the
+	// raw history alone would not show the codec at work: the input itself is
+	// ciphertext, the spec's name and plain env included.
+	input := startInput(t, id)
+	requireSealedInput(t, input, "secret-env", "visible")
+	// What the Web UI does with it: the codec endpoint gives the plain input back.
+	requireCodecEndpointDecodes(t, c.mandible.replica, input, []string{`"secret-env"`, `"visible"`, secretenv.Prefix}, leaks)
 
 	// Everything the test's processes wrote: configs, logs, the agent's journal.
 	require.NoError(t, filepath.WalkDir(c.dir, func(path string, e fs.DirEntry, err error) error {
@@ -157,6 +164,7 @@ func setupSecretCluster(t *testing.T) (*secretCluster, *codec.Codec) {
 			"MANTIS_SECRETS_FILES_DIR=" + secretsDir,
 			"MANTIS_SECRET_E2E=" + secretInEnv,
 			"MANTIS_LOG_LEVEL=debug",
+			"MANTIS_TEMPORAL_UI_URL=" + secretUIURL,
 		},
 	}
 	c.mandible = startSecureReplica(t, c.mandibleOptions, certs, c.heartbeatTimeout)
