@@ -22,14 +22,48 @@ func killAndRestart(server devstack.Server) func(sc *scene) (time.Time, faultenv
 	}
 }
 
-// killWaitRestart SIGKILLs a server, leaves it down for d, and starts it again.
+// killWaitRestart SIGKILLs a server while an agent is running a step, leaves it down
+// for d, and starts it again.
 func killWaitRestart(server devstack.Server, d time.Duration) func(sc *scene) (time.Time, faultenv.Rule) {
 	return func(sc *scene) (time.Time, faultenv.Rule) {
+		var running []string
+		require.Eventually(sc.t, func() bool {
+			running = runningSteps(sc)
+			return len(running) > 0
+		}, time.Minute, 50*time.Millisecond, "an agent running a step before the kill of %s", server)
 		require.NoError(sc.t, sc.s.Kill(server))
+		sc.t.Logf("%s killed while %d step run(s) were under way, e.g. request %s", server, len(running), running[0])
 		<-time.After(d)
 		require.NoError(sc.t, sc.s.RestartServer(server))
 		return time.Now(), faultenv.AllSucceed
 	}
+}
+
+// runningSteps lists the dispatch requests an agent is running now: a ledger line
+// (written as the step's command starts) whose command has no stored result yet.
+func runningSteps(sc *scene) []string {
+	entries, err := sc.c.ReadLedger()
+	if err != nil || len(entries) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		ids = append(ids, e.DispatchRequestID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := sc.c.Pool.Query(ctx, `
+		SELECT DISTINCT l.id FROM unnest($1::text[]) AS l(id)
+		WHERE NOT EXISTS (SELECT 1 FROM command_queue q WHERE q.dispatch_request_id::text = l.id
+		                  AND (q.exit_code IS NOT NULL OR coalesce(q.error, '') <> ''))`, ids)
+	if err != nil {
+		return nil
+	}
+	running, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil
+	}
+	return running
 }
 
 // freeze holds a server with SIGSTOP for d.
