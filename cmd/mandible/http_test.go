@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -38,6 +39,32 @@ func httpsCall(client *http.Client, url, secret string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// requireSSEOverTLS opens the event stream at url over client with secret and reads
+// it up to its ": live" comment: an SSE stream, served over TLS.
+func requireSSEOverTLS(t *testing.T, client *http.Client, url, secret string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotNil(t, resp.TLS, "the stream came over TLS")
+	require.True(t, resp.TLS.HandshakeComplete)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if lines.Text() == ": live" {
+			return
+		}
+	}
+	require.FailNow(t, "the stream ended before going live", "%v", lines.Err())
 }
 
 // A Mandible serving HTTPS with a token file: plain HTTP is refused, and a token
@@ -92,9 +119,15 @@ insecure = true
 	require.Equal(t, http.StatusOK, httpsCall(client, api, oldSecret))
 	require.Equal(t, http.StatusUnauthorized, httpsCall(client, api, newSecret))
 
-	// Plain HTTP on the TLS port is not served.
+	// The event stream is served over the same TLS listener, to the same tokens.
+	requireSSEOverTLS(t, client, base+"/sse/events", oldSecret)
+	require.Equal(t, http.StatusUnauthorized, httpsCall(client, base+"/sse/events", newSecret))
+
+	// Plain HTTP on the TLS port is not served, for the API nor the event stream.
 	plain := httpsCall(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/api/v1/deployments", httpPort), oldSecret)
 	require.NotEqual(t, http.StatusOK, plain, "plain HTTP reached the API")
+	plain = httpsCall(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/sse/events", httpPort), oldSecret)
+	require.NotEqual(t, http.StatusOK, plain, "plain HTTP reached the event stream")
 
 	// Revoke the old token, add the new one, and signal.
 	require.NoError(t, os.WriteFile(tokenFile, []byte(apitoken.FileLine("ci-2", apitoken.ScopeRead, newSecret)), 0o600))
