@@ -72,10 +72,6 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	if err := s.Validate(); err != nil {
 		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
 	}
-	if problems := spec.NotCarriedOut(s); len(problems) > 0 {
-		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(
-			"invalid deployment spec: "+strings.Join(problems, "; "), InvalidSpec, nil)
-	}
 	id, err := DeploymentIDFor(in.WorkflowID, s)
 	if err != nil {
 		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(err.Error(), InvalidSpec, nil)
@@ -96,6 +92,9 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 		return StartDeploymentResult{}, err
 	}
 	targets, err := schema.ResolveTargets(ctx, a.DB, s.Targets, s.TargetSelector)
+	if err == nil {
+		err = a.resolveVerifyHosts(ctx, s)
+	}
 	var inputErr *schema.InputError
 	if errors.As(err, &inputErr) {
 		_, _ = schema.FinishDeployment(ctx, a.DB, id, schema.DeploymentFailed, inputErr.Error())
@@ -107,9 +106,12 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	if err := a.refuseFrozen(ctx, id, targets); err != nil {
 		return StartDeploymentResult{}, err
 	}
-	steps := make([]schema.StepRecord, len(s.Steps))
-	for i, st := range s.Steps {
-		steps[i] = schema.StepRecord{Name: st.Name, Command: st.RecordedCommand(), Timeout: st.TimeoutDuration(), ContinueOnError: st.ContinueOnError}
+	// The rollback and verify steps are recorded after the spec's steps, so that they
+	// run and show like any step.
+	recorded := s.RecordedSteps()
+	steps := make([]schema.StepRecord, len(recorded))
+	for i, st := range recorded {
+		steps[i] = schema.StepRecord{Name: st.Name, Command: st.Command, Timeout: st.Timeout, ContinueOnError: st.ContinueOnError}
 	}
 	if err := schema.StartDeployment(ctx, a.DB, id, steps, targets); err != nil {
 		if errors.Is(err, schema.ErrDeploymentEnded) {

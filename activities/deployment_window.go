@@ -16,6 +16,9 @@ type AdvanceStepInput struct {
 	StepInput
 	// MaxWait bounds the call; the workflow calls again while the step is not done.
 	MaxWait time.Duration `json:"max_wait"`
+	// Window narrows the step to a rollout's batch, failure room, or a rollback's or
+	// verify's targets; the zero window is the whole step.
+	Window schema.StepWindow `json:"window,omitzero"`
 }
 
 // AdvanceStepResult is where the step stands: counts and up to 20 failed targets,
@@ -39,7 +42,7 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 	wake, deadline, stop := a.waitForResults(id, in.MaxWait)
 	defer stop()
 	for {
-		p, err := schema.AdvanceStep(ctx, a.DB, id, in.Position)
+		p, err := schema.AdvanceStepIn(ctx, a.DB, id, in.Position, in.Window)
 		var inputErr *schema.InputError
 		if errors.As(err, &inputErr) {
 			return AdvanceStepResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), InvalidSpec, nil)
@@ -47,7 +50,7 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 		if err != nil {
 			return AdvanceStepResult{}, err
 		}
-		if p.Done {
+		if p.Done || p.BatchDone {
 			return p, nil
 		}
 		activity.RecordHeartbeat(ctx, p.Enqueued-p.Running)

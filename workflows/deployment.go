@@ -16,6 +16,8 @@ type DeploymentResult struct {
 	DeploymentID string       `json:"deployment_id"`
 	Status       string       `json:"status"`
 	Steps        []StepResult `json:"steps"`
+	// Rollback summarises the rollback steps, when the deployment failed and ran them.
+	Rollback []StepResult `json:"rollback,omitempty"`
 }
 
 // StepResult summarises one step.
@@ -63,6 +65,10 @@ type DeploymentProgress struct {
 	Paused bool `json:"paused,omitempty"`
 	// Round is the retry round of the step at Step (0 before any retry).
 	Round int `json:"round,omitempty"`
+	// Batch is the rollout batch of the step at Step running now (0: the first), and
+	// BatchOpened is set once the pause before it is over.
+	Batch       int  `json:"batch,omitempty"`
+	BatchOpened bool `json:"batch_opened,omitempty"`
 }
 
 // Deployment runs a deployment's steps in order. Its input is the plain JSON spec, so

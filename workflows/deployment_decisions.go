@@ -55,6 +55,8 @@ type Wait struct {
 	Approvers []string   `json:"approvers,omitempty"`
 	Since     time.Time  `json:"since"`
 	Deadline  *time.Time `json:"deadline,omitempty"`
+	// Batch is the rollout batch (1-based) an approval between batches would start.
+	Batch int `json:"batch,omitempty"`
 }
 
 // DeploymentProgressView is the answer of ProgressQuery: the counts of every step
@@ -73,9 +75,13 @@ type DeploymentProgressView struct {
 // deciding is a run's state of human decisions: the progress it shares with the main
 // loop, the spec's steps, and the decision taken but not yet acted on.
 type deciding struct {
-	p       *DeploymentProgress
-	steps   []spec.Step
-	outcome *api.Decision
+	p     *DeploymentProgress
+	steps []spec.Step
+	spec  spec.Deployment
+	// cancelPastRoom is set while a rollout step whose budget cancels runs: its
+	// window returns as soon as the failures pass the budget.
+	cancelPastRoom bool
+	outcome        *api.Decision
 	// current is the running step's latest counts, for the progress query.
 	current *StepResult
 	// ended is set once the deployment is ending: no decision fits any more.

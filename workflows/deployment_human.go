@@ -31,6 +31,11 @@ func (d *deciding) runStep(ctx workflow.Context, step spec.Step, budget *runBudg
 	if step.IsApproval() && decisionsEnabled(ctx) {
 		return d.runApproval(ctx, step)
 	}
+	// A rollout is never in a history recorded before rollouts, so only a deployment
+	// with one asks for the rollout version.
+	if r := d.spec.RolloutOf(step); r != nil && rolloutsEnabled(ctx) {
+		return d.runRollout(ctx, step, *r, budget)
+	}
 	for {
 		sr, err := runWindowedStep(ctx, d.p, step, budget, d)
 		if err != nil {

@@ -35,10 +35,18 @@ const (
 var errContinueAsNew = errors.New("continue as new")
 
 // runBudget counts what a run has scheduled.
-type runBudget struct{ activities int }
+type runBudget struct {
+	activities int
+	// ending is set while the deployment ends (its rollback steps run): a run that
+	// ends does not continue as new.
+	ending bool
+}
 
 // spent reports whether the run should continue as new before scheduling more.
 func (b *runBudget) spent(ctx workflow.Context) bool {
+	if b.ending {
+		return false
+	}
 	info := workflow.GetInfo(ctx)
 	return b.activities >= runActivityBudget || info.GetContinueAsNewSuggested() ||
 		info.GetCurrentHistoryLength() > runMaxEvents || info.GetCurrentHistorySize() > runMaxBytes
@@ -51,7 +59,7 @@ func (b *runBudget) spent(ctx workflow.Context) bool {
 func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentResult, error) {
 	s := in.WithDefaults()
 	var p DeploymentProgress
-	d := &deciding{p: &p, steps: s.Steps, midStep: in.Progress != nil}
+	d := &deciding{p: &p, steps: s.Steps, spec: s, midStep: in.Progress != nil}
 	if err := registerDecisions(ctx, d); err != nil {
 		return DeploymentResult{}, err
 	}
@@ -126,10 +134,34 @@ func startWindowed(ctx workflow.Context, in DeploymentInput) (DeploymentProgress
 // returns errContinueAsNew, with the step still running on the database side, when the
 // run's budget is spent: the next run goes on with the same step.
 func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step, budget *runBudget, d *deciding) (StepResult, error) {
+	return advanceStep(ctx, p, p.Step, step.Name, schema.StepWindow{}, budget, d)
+}
+
+// windowTargets is how many targets a step has within w, of the deployment's n.
+func windowTargets(w schema.StepWindow, n int) int {
+	switch {
+	case w.Only != "":
+		return 1
+	case w.Scope > 0:
+		return min(w.Scope, n)
+	}
+	return n
+}
+
+// advanceStep calls AdvanceStep for the step at pos, within w, until the step ends or,
+// with a batch end, the batch ends, and returns its summary. It returns
+// errContinueAsNew, with the step still running on the database side, when the run's
+// budget is spent: the next run goes on with the same step. With a failure room and
+// stopAtRoom it returns as soon as the failures pass the room.
+func advanceStep(ctx workflow.Context, p *DeploymentProgress, pos int, name string, w schema.StepWindow, budget *runBudget, d *deciding) (StepResult, error) {
 	var a *activities.Activities
-	sr := StepResult{Name: step.Name, Skipped: p.Targets}
-	in := activities.AdvanceStepInput{StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: p.Step}, MaxWait: advanceMaxWait}
-	summary := fmt.Sprintf("run step %d %s on %d targets", p.Step, step.Name, p.Targets)
+	total := windowTargets(w, p.Targets)
+	sr := StepResult{Name: name, Skipped: total}
+	in := activities.AdvanceStepInput{StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: pos}, MaxWait: advanceMaxWait, Window: w}
+	summary := fmt.Sprintf("run step %d %s on %d targets", pos, name, total)
+	if w.BatchEnd > 0 && w.BatchEnd < total {
+		summary = fmt.Sprintf("run step %d %s on its targets up to %d of %d", pos, name, w.BatchEnd, total)
+	}
 	for {
 		if budget.spent(ctx) {
 			return sr, errContinueAsNew
@@ -146,14 +178,14 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 		if err := workflow.ExecuteActivity(actx, a.AdvanceStep, in).Get(ctx, &got); err != nil {
 			return sr, err
 		}
-		sr = StepResult{Name: step.Name, Status: got.Status, Succeeded: got.Succeeded, Failed: got.Failed,
+		sr = StepResult{Name: name, Status: got.Status, Succeeded: got.Succeeded, Failed: got.Failed,
 			Skipped: got.Skipped, FailedTargets: got.FailedTargets}
 		d.current = &sr
-		if got.Done {
+		if got.Done || got.BatchDone || (w.FailureRoom != nil && d.cancelPastRoom && got.Failed > *w.FailureRoom) {
 			return sr, nil
 		}
 		summary = fmt.Sprintf("step %d %s: %d of %d targets ended, %d running",
-			p.Step, step.Name, got.Succeeded+got.Failed, got.Total, got.Running)
+			pos, name, got.Succeeded+got.Failed, got.Total, got.Running)
 	}
 }
 
@@ -170,7 +202,13 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 	if interrupted != nil {
 		p.Steps = append(p.Steps, finishInterruptedStep(endCtx, p.DeploymentID, p.Step, *interrupted, status))
 	}
-	if from := len(p.Steps); from < len(s.Steps) {
+	var rollback []StepResult
+	if status == schema.DeploymentFailed && len(s.OnFailure) > 0 && rolloutsEnabled(ctx) {
+		rollback, reason = d.rollBack(endCtx, reason)
+	}
+	// The rows after the spec's steps (rollback and verify steps) that never ran are
+	// skipped too.
+	if from := len(p.Steps); from < len(s.Steps) || s.HasRollouts() {
 		if err := workflow.ExecuteActivity(endCtx, a.SkipSteps, activities.SkipStepsInput{DeploymentID: p.DeploymentID, From: from}).Get(endCtx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("skipping steps failed", "from", from, "err", err)
 		}
@@ -184,6 +222,6 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 		}
 	}
 	_ = workflow.Await(endCtx, func() bool { return workflow.AllHandlersFinished(endCtx) })
-	result := DeploymentResult{DeploymentID: p.DeploymentID, Status: schema.DeploymentRunning, Steps: p.Steps}
+	result := DeploymentResult{DeploymentID: p.DeploymentID, Status: schema.DeploymentRunning, Steps: p.Steps, Rollback: rollback}
 	return finishDeployment(endCtx, result, status, reason)
 }

@@ -39,8 +39,6 @@ func writeSpec(t *testing.T, body string) string {
 	return path
 }
 
-const plainFleetSpec = "name: ship\ntarget_selector: {env: prod}\nsteps:\n  - {name: install, command: \"true\"}\n"
-
 const fleetSpec = "name: ship\ntarget_selector: {env: prod}\nrollout: {batches: [1, \"50%\"]}\nsteps:\n  - {name: install, command: \"true\"}\n"
 
 // deploy --plan prints each batch's targets and the freeze that would refuse, and
@@ -72,8 +70,7 @@ func TestFreezeAndPlanCommands(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, "[]", out, "the plan created nothing")
 
-	// Rollouts are planned, not carried out yet: the deployments created are plain.
-	spec = writeSpec(t, plainFleetSpec)
+	// The spec with its rollout is what is deployed.
 	_, err = runCLI(t, append([]string{"deploy", "-f", spec}, common...)...)
 	var apiErr *apiclient.Error
 	require.ErrorAs(t, err, &apiErr)

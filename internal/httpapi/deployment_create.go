@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -44,13 +43,10 @@ func (s *server) createDeployment(w http.ResponseWriter, r *http.Request) {
 }
 
 // create creates deployment d, made from another one when link is set, and starts
-// its workflow: the gates of a create (rollouts not carried out, freezes), the row
+// its workflow: the gates of a create (freezes), the row
 // with its secrets sealed, the idempotency check, the link, the workflow. It writes
 // every refusal itself and returns the create answer and its status otherwise.
 func (s *server) create(w http.ResponseWriter, r *http.Request, d spec.Deployment, link *schema.DeploymentLink) (api.CreatedDeployment, int, bool) {
-	if !refuseNotCarriedOut(w, r, d) {
-		return api.CreatedDeployment{}, 0, false
-	}
 	overridden, ok := s.freezeGate(w, r, d)
 	if !ok {
 		return api.CreatedDeployment{}, 0, false
@@ -98,23 +94,6 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, d spec.Deploymen
 		code = http.StatusAccepted
 	}
 	return api.CreatedDeployment{ID: id, Status: view.Status, Created: created, Links: s.links(id)}, code, true
-}
-
-// refuseNotCarriedOut answers 400, naming each field, for a spec that sets rollout
-// fields the Deployment workflow does not carry out yet (a plan may show them), and
-// reports whether d may be created.
-func refuseNotCarriedOut(w http.ResponseWriter, r *http.Request, d spec.Deployment) bool {
-	notYet := spec.NotCarriedOut(d)
-	if len(notYet) == 0 {
-		return true
-	}
-	problems := make([]api.FieldProblem, len(notYet))
-	for i, p := range notYet {
-		field, problem, _ := strings.Cut(p, ": ")
-		problems[i] = api.FieldProblem{Field: field, Problem: problem}
-	}
-	api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidSpec, "invalid deployment spec: rollouts are not carried out yet", problems...)
-	return false
 }
 
 // readSpec reads the body as a spec, with its defaults, and checks what the spec

@@ -48,25 +48,16 @@ func TestDryRunPlansAndChangesNothing(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, b.call(t, "POST", "/api/v1/deployments?dry_run=maybe", fleetDeploy, spec, nil))
 }
 
-// Rollouts are planned but not carried out yet: creating a deployment that sets them is
-// refused, naming each field, rather than run on every target at once.
-func TestCreateRefusesRolloutsNotCarriedOut(t *testing.T) {
+// A deployment with a rollout and rollback steps is created like any other, and its
+// workflow, which carries them out, is started.
+func TestCreateAcceptsRollouts(t *testing.T) {
 	t.Parallel()
 	b := setupFleet(t)
 	b.registerTargets(t, map[string]string{"web-1": "prod", "web-2": "prod"})
-	before := b.count(t, "deployments")
-	spec := `{"name":"ship","target_selector":{"env":"prod"},"rollout":{"batches":[1]},
-		"steps":[{"name":"a","command":"true","rollout":{"batches":[1]}}],
+	spec := `{"name":"ship","target_selector":{"env":"prod"},"rollout":{"batches":[1],"max_failures":1},
+		"steps":[{"name":"a","command":"true","rollout":{"batches":[1],"canary":{"verify":"true"}}}],
 		"on_failure":[{"name":"undo","command":"./rollback.sh"}]}`
-	var problem api.Problem
-	require.Equal(t, http.StatusBadRequest, b.call(t, "POST", "/api/v1/deployments", fleetDeploy, spec, &problem))
-	require.Equal(t, api.CodeInvalidSpec, problem.Code)
-	var fields []string
-	for _, f := range problem.Fields {
-		fields = append(fields, f.Field)
-	}
-	require.Equal(t, []string{"rollout", "steps[0].rollout", "on_failure"}, fields)
-	require.Equal(t, before, b.count(t, "deployments"), "nothing is stored")
-	require.Zero(t, b.temporal.started.Load(), "no workflow is started")
-	require.Equal(t, http.StatusOK, b.call(t, "POST", "/api/v1/deployments?dry_run=true", fleetDeploy, spec, nil), "the plan still shows it")
+	var created api.CreatedDeployment
+	require.Equal(t, http.StatusAccepted, b.call(t, "POST", "/api/v1/deployments", fleetDeploy, spec, &created))
+	require.Equal(t, int64(1), b.temporal.started.Load(), "its workflow is started")
 }

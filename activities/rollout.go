@@ -1,0 +1,52 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/schema"
+)
+
+// resolveVerifyHosts refuses a spec whose canary verifies on a target that is not
+// registered, naming the field: its verify step could never run.
+func (a *Activities) resolveVerifyHosts(ctx context.Context, s spec.Deployment) error {
+	check := func(field string, r *spec.Rollout) error {
+		if r == nil || r.Canary == nil || r.Canary.VerifyOn == "" || r.Canary.VerifyOn == spec.VerifyOnCanary {
+			return nil
+		}
+		if _, err := schema.ResolveTargets(ctx, a.DB, []string{r.Canary.VerifyOn}, nil); err != nil {
+			if _, ok := err.(*schema.InputError); ok {
+				return &schema.InputError{Problems: []string{fmt.Sprintf("%s.canary.verify_on: unknown target %q", field, r.Canary.VerifyOn)}}
+			}
+			return err
+		}
+		return nil
+	}
+	if err := check("rollout", s.Rollout); err != nil {
+		return err
+	}
+	for i, st := range s.Steps {
+		if err := check(fmt.Sprintf("steps[%d].rollout", i), st.Rollout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TouchedTargetsInput names a deployment and how many steps its spec has.
+type TouchedTargetsInput struct {
+	DeploymentID string `json:"deployment_id"`
+	Steps        int    `json:"steps"`
+}
+
+// TouchedTargets counts the targets the deployment's steps (positions below Steps)
+// reached: a prefix of its targets in order, since every step starts them in that
+// order. Its rollback steps run on that prefix.
+func (a *Activities) TouchedTargets(ctx context.Context, in TouchedTargetsInput) (int, error) {
+	id, err := StepInput{DeploymentID: in.DeploymentID}.id()
+	if err != nil {
+		return 0, err
+	}
+	return schema.TouchedTargets(ctx, a.DB, id, in.Steps)
+}
