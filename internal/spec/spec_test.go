@@ -91,6 +91,28 @@ func TestShippedExampleSpecsParse(t *testing.T) {
 	d, err := spec.Parse(b)
 	require.NoError(t, err)
 	require.Len(t, d.Steps, 3)
+
+	for file, check := range map[string]func(d spec.Deployment){
+		"rolling.yaml": func(d spec.Deployment) {
+			require.Equal(t, []int{1, 2, 10, 7}, spec.SplitBatches(20, d.Rollout.Batches))
+			budget, ok := d.Rollout.FailureBudget(20)
+			require.True(t, ok)
+			require.Equal(t, 5, budget)
+		},
+		"canary.yaml": func(d spec.Deployment) {
+			require.Equal(t, 3, d.Rollout.Canary.Checks())
+			require.Len(t, d.OnFailure, 1)
+		},
+		"approval-batches.yaml": func(d spec.Deployment) {
+			require.Equal(t, spec.PauseApproval, d.Steps[0].Rollout.PauseBetween)
+		},
+	} {
+		b, err := os.ReadFile("../../deploy/examples/" + file)
+		require.NoError(t, err)
+		d, err := spec.Parse(b)
+		require.NoError(t, err, file)
+		check(d)
+	}
 }
 
 // Text PostgreSQL cannot store, and text past its bound, is refused by field before
