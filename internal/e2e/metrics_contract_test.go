@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,26 +51,6 @@ func referencedFamilies(t *testing.T, paths ...string) []string {
 		out = append(out, name)
 	}
 	sort.Strings(out)
-	return out
-}
-
-// scrapeFamilies returns the families a /metrics answer holds samples of: a
-// vector without a series yet has no "# TYPE" line.
-func scrapeFamilies(t *testing.T, addr string) map[string]bool {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	out := map[string]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) >= 3 && fields[0] == "#" && fields[1] == "TYPE" {
-			out[fields[2]] = true
-		}
-	}
-	require.NoError(t, sc.Err())
 	return out
 }
 
@@ -247,8 +226,10 @@ func TestEveryMetricTheDashboardAndAlertsNameIsExported(t *testing.T) {
 		"poll agent": r.pollMetrics, "listen agent": r.listenMetrics}
 	exported := map[string]bool{}
 	for process, addr := range addrs {
-		families := scrapeFamilies(t, addr)
+		text := scrapeText(t, addr)
+		families := familiesIn(text)
 		require.NotEmpty(t, families, process)
+		requireMantisFamiliesLintClean(t, process, text)
 		for name := range families {
 			exported[name] = true
 		}
@@ -271,6 +252,11 @@ func TestEveryMetricTheDashboardAndAlertsNameIsExported(t *testing.T) {
 		}
 	}
 	require.Empty(t, missing, "listed in the README's metrics table but in no scrape")
+	// And the other way: every family of Mantis's own that a process exports is in it.
+	require.Empty(t, undocumentedFamilies(exported, documented), "exported but not in the README's metrics table")
+
+	// The deployment was counted: started, finished by status, timed.
+	requireDeploymentMetrics(t, r.mandible.HTTPAddr)
 }
 
 // onlyAfterTheirEvent are documented families that a vector has no series of until
