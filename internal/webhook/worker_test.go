@@ -186,3 +186,22 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// A webhook is sent only what happens after it was created: an event the fan-out has
+// not reached yet when the webhook is added is not delivered to it.
+func TestWebhookIsNotSentWhatHappenedBeforeIt(t *testing.T) {
+	t.Parallel()
+	pool := testenv.MigratedPool(t)
+	srv, got := receiver(t, http.StatusNoContent)
+	addEvent(t, pool, events.StepFailed) // before the webhook, not yet fanned out
+	addWebhook(t, pool, srv.URL, "step.failed")
+	run(t, &webhook.Worker{DB: pool, Interval: 20 * time.Millisecond})
+	addEvent(t, pool, events.StepFailed)
+	select {
+	case r := <-got:
+		require.NoError(t, r.signature)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the event after the webhook was never delivered")
+	}
+	require.Never(t, func() bool { return len(got) > 0 }, 500*time.Millisecond, 50*time.Millisecond, "the earlier event is not delivered")
+}

@@ -21,14 +21,15 @@ SELECT last_event_id FROM webhook_cursor FOR UPDATE SKIP LOCKED;
 
 -- name: FanOutEvents :execrows
 -- FanOutEvents inserts a delivery for every webhook that wants an event with
--- after < id <= through. The LIKE patterns are the webhook's event types with "*"
--- turned into "%".
+-- after < id <= through and that existed when the event happened: a webhook created
+-- now is not sent what happened before it, even when the fan-out reaches it later.
+-- The LIKE patterns are the webhook's event types with "*" turned into "%".
 INSERT INTO webhook_deliveries (webhook_id, event_id)
 SELECT w.id, e.id
 FROM deployment_events e
 JOIN webhooks w ON e.type LIKE ANY (
     SELECT replace(replace(t, '_', '\_'), '*', '%') FROM unnest(w.event_types) AS t)
-WHERE e.id > @after AND e.id <= @through
+WHERE e.id > @after AND e.id <= @through AND e.created_at >= w.created_at
 ON CONFLICT (webhook_id, event_id) DO NOTHING;
 
 -- name: MoveWebhookCursor :exec

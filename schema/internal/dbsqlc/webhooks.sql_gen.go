@@ -98,7 +98,7 @@ SELECT w.id, e.id
 FROM deployment_events e
 JOIN webhooks w ON e.type LIKE ANY (
     SELECT replace(replace(t, '_', '\_'), '*', '%') FROM unnest(w.event_types) AS t)
-WHERE e.id > $1 AND e.id <= $2
+WHERE e.id > $1 AND e.id <= $2 AND e.created_at >= w.created_at
 ON CONFLICT (webhook_id, event_id) DO NOTHING
 `
 
@@ -108,8 +108,9 @@ type FanOutEventsParams struct {
 }
 
 // FanOutEvents inserts a delivery for every webhook that wants an event with
-// after < id <= through. The LIKE patterns are the webhook's event types with "*"
-// turned into "%".
+// after < id <= through and that existed when the event happened: a webhook created
+// now is not sent what happened before it, even when the fan-out reaches it later.
+// The LIKE patterns are the webhook's event types with "*" turned into "%".
 func (q *Queries) FanOutEvents(ctx context.Context, db DBTX, arg FanOutEventsParams) (int64, error) {
 	result, err := db.Exec(ctx, fanOutEvents, arg.After, arg.Through)
 	if err != nil {
