@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/require"
 )
 
@@ -33,4 +34,10 @@ func TestNonStandardMethodsAreCountedAsOther(t *testing.T) {
 		}
 	}
 	require.Equal(t, float64(4), other, "four non-standard methods, counted as other: %v", counts)
+
+	families, err := b.registry.Gather()
+	require.NoError(t, err)
+	problems, err := promlint.NewWithMetricFamilies(families).Lint()
+	require.NoError(t, err)
+	require.Empty(t, problems, "the API's metric families pass promlint")
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/metricsserver"
@@ -62,4 +63,10 @@ func TestReadinessAnswersDrainingDuringADrain(t *testing.T) {
 	close(agent.block)
 	require.NoError(t, th.wait(t))
 	require.ErrorIs(t, th.Readiness(), ErrDraining, "a drained instance stays not-ready")
+
+	families, err := th.Registry().Gather()
+	require.NoError(t, err)
+	problems, err := promlint.NewWithMetricFamilies(families).Lint()
+	require.NoError(t, err)
+	require.Empty(t, problems, "Thorax's metric families, drain ones included, pass promlint")
 }
