@@ -2,9 +2,11 @@ package schema_test
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -81,4 +83,67 @@ func TestClaimBoundIsDroppedByAClaimUnderLabelLimits(t *testing.T) {
 
 	require.Equal(t, 2, claimOneByOne(t, b), "two more fit under the default of four")
 	require.Equal(t, 4, b.running(t, "db-1"))
+}
+
+// Replicas racing with batches of one under a per-target limit of three, where a
+// target's bound often leaves room for a batch so that claims take it instead of
+// counting, never run more than three on a target: checked in the database after
+// every claim.
+func TestConcurrentClaimersUsingBoundsKeepToALimitOfThree(t *testing.T) {
+	t.Parallel()
+	b := setupDispatch(t)
+	const targets, perTarget, claimers, limit = 3, 16, 4, 3
+	var reqs []schema.NewDispatchRequest
+	for i := range targets {
+		name := fmt.Sprintf("app-%d", i)
+		b.addTarget(t, name, &b.instance)
+		for j := range perTarget {
+			reqs = append(reqs, req(fmt.Sprintf("%s-%d", name, j), name, "normal"))
+		}
+	}
+	b.enqueue(t, reqs...)
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: limit}, "test")
+	require.NoError(t, err)
+
+	var maxInDB, claimedTotal atomic.Int64
+	var g errgroup.Group
+	for c := range claimers {
+		g.Go(func() error {
+			conn, err := b.pool.Acquire(b.ctx)
+			if err != nil {
+				return err
+			}
+			defer conn.Release()
+			for idle := 0; idle < 400 && claimedTotal.Load() < targets*perTarget; {
+				if c%2 == 0 { // half the claimers end what runs, half leave their rows running a while
+					if _, err := conn.Exec(b.ctx, `UPDATE pending_dispatch_requests SET status = 'dispatched', dispatched_at = now()
+						WHERE status = 'processing'`); err != nil {
+						return err
+					}
+				}
+				res, err := schema.ClaimPending(b.ctx, conn.Conn(), fmt.Sprintf("replica-%d", c), 1)
+				if err != nil {
+					return err
+				}
+				if len(res.Claimed) == 0 {
+					idle++
+					continue
+				}
+				var inDB int64
+				if err := conn.QueryRow(b.ctx, `SELECT max(target_running(id, 100)) FROM targets`).Scan(&inDB); err != nil {
+					return err
+				}
+				maxInDB.Store(max(maxInDB.Load(), inDB))
+				claimedTotal.Add(int64(len(res.Claimed)))
+			}
+			return nil
+		})
+	}
+	require.NoError(t, g.Wait())
+	require.Equal(t, int64(targets*perTarget), claimedTotal.Load(), "every request was claimed")
+	require.LessOrEqual(t, maxInDB.Load(), int64(limit), "more than the limit ran on a target")
+	require.Equal(t, int64(limit), maxInDB.Load(), "the limit was reached, so the race was real")
+	var bounded int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM target_claim_bounds`).Scan(&bounded))
+	t.Logf("targets with a bound at the end: %d", bounded)
 }

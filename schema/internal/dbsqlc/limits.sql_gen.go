@@ -218,16 +218,23 @@ WITH label_limited AS (
 ), admitted_per_target AS (
     SELECT a.target_id, count(*) AS n FROM ranked a WHERE a.admitted GROUP BY a.target_id
 ), bounds AS (
+    -- A counting claim writes what it counted plus what it took, where that leaves
+    -- room for a batch (and differs from the bound); a claim that took rows on a
+    -- target with a bound raises it, so that it stays at or above what runs.
     INSERT INTO target_claim_bounds AS tb (target_id, claimed)
-    SELECT c.target_id,
-           CASE WHEN (SELECT cn.yes FROM counted cn) THEN coalesce(r.running, 0) + coalesce(ap.n, 0) ELSE b.claimed + ap.n END
+    SELECT c.target_id, coalesce(r.running, 0) + coalesce(ap.n, 0)
     FROM caps c
     LEFT JOIN target_claim_bounds b ON b.target_id = c.target_id
     LEFT JOIN running r ON r.target_id = c.target_id
     LEFT JOIN admitted_per_target ap ON ap.target_id = c.target_id
-    WHERE ((SELECT cn.yes FROM counted cn) AND coalesce(r.running, 0) + coalesce(ap.n, 0) + $1::int <= c.cap
-           AND b.claimed IS DISTINCT FROM coalesce(r.running, 0) + coalesce(ap.n, 0))
-       OR (b.target_id IS NOT NULL AND ap.n IS NOT NULL)
+    WHERE (SELECT cn.yes FROM counted cn) AND c.cap >= $1::int
+      AND coalesce(r.running, 0) + coalesce(ap.n, 0) + $1::int <= c.cap
+      AND b.claimed IS DISTINCT FROM coalesce(r.running, 0) + coalesce(ap.n, 0)
+    UNION
+    SELECT ap.target_id, CASE WHEN (SELECT cn.yes FROM counted cn) THEN coalesce(r.running, 0) + ap.n ELSE b.claimed + ap.n END
+    FROM admitted_per_target ap
+    JOIN target_claim_bounds b ON b.target_id = ap.target_id
+    LEFT JOIN running r ON r.target_id = ap.target_id
     ON CONFLICT (target_id) DO UPDATE SET claimed = excluded.claimed
     RETURNING tb.target_id
 )
@@ -281,9 +288,9 @@ type ClaimWithinTargetLimitsRow struct {
 // What runs is counted (one pass over what runs, for every target) unless every
 // target has a bound (target_claim_bounds) that leaves room for a whole batch under
 // its limit: then every candidate fits, and nothing is counted. The statement keeps
-// the bounds: a target it counted gets what runs plus what it admitted, when that
-// leaves room for a batch; a target with a bound gets its bound plus what it
-// admitted otherwise.
+// the bounds: when it counted, a target gets what runs plus what it admitted where
+// that leaves room for a batch, or where it had a bound and took rows; when it did
+// not count, a target it took rows on gets its bound plus what it took.
 func (q *Queries) ClaimWithinTargetLimits(ctx context.Context, db DBTX, arg ClaimWithinTargetLimitsParams) ([]ClaimWithinTargetLimitsRow, error) {
 	rows, err := db.Query(ctx, claimWithinTargetLimits,
 		arg.MaxRows,
