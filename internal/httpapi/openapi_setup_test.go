@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
@@ -43,6 +44,8 @@ type contractBundle struct {
 	router routers.Router
 	// answered counts, per "METHOD /path" of the document, the statuses seen.
 	answered map[string]map[int]bool
+	// pool is the API's database, for a test that records a state the API cannot.
+	pool *pgxpool.Pool
 }
 
 func setupContract(t *testing.T) *contractBundle {
@@ -73,7 +76,7 @@ func setupContract(t *testing.T) *contractBundle {
 	doc.Servers = openapi3.Servers{{URL: srv.URL}, {URL: noDLQ.URL}}
 	router, err := legacy.NewRouter(doc)
 	require.NoError(t, err)
-	return &contractBundle{doc: doc, srv: srv, noDLQ: noDLQ, router: router, answered: map[string]map[int]bool{}}
+	return &contractBundle{doc: doc, srv: srv, noDLQ: noDLQ, router: router, answered: map[string]map[int]bool{}, pool: pool}
 }
 
 // realDLQ is the DLQ tools on a vhost of the test's own with the topology declared.

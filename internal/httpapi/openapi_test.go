@@ -73,6 +73,7 @@ func TestRoutesAnswerAsDocumented(t *testing.T) {
 	b.fleetExchanges(t)
 	b.limitExchanges(t)
 	b.decisionExchanges(t)
+	b.resumeExchanges(t)
 	b.call(t, exchange{method: "DELETE", path: "/api/v1/targets/web-1", token: A, want: 204})
 	for key, op := range operations(b.doc) {
 		ok := false

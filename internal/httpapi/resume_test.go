@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 
@@ -32,21 +34,29 @@ var (
 // requests failed) and succeeded on the others, step 2 was skipped.
 func endedDeployment(t *testing.T, b *fleetBundle, status string) uuid.UUID {
 	t.Helper()
+	return recordEndedDeployment(t, b.pool, status)
+}
+
+// recordEndedDeployment registers resumeTargets and records the deployment
+// endedDeployment describes.
+func recordEndedDeployment(t *testing.T, pool *pgxpool.Pool, status string) uuid.UUID {
+	t.Helper()
 	ctx := context.Background()
 	for _, name := range resumeTargets {
-		require.Equal(t, http.StatusOK, b.call(t, "POST", "/api/v1/targets", fleetAdmin, `{"name":"`+name+`","mode":"poll"}`, nil))
+		_, err := schema.RegisterTarget(ctx, pool, schema.NewTarget{Name: name, Mode: schema.ModePoll}, time.Hour)
+		require.NoError(t, err)
 	}
 	d := fmt.Sprintf(`{"name":"release-7","priority":"high","max_parallel":2,"targets":[%q,%q,%q,%q,%q],"steps":[
 		{"name":"fetch","command":"echo fetch"},{"name":"install","command":"./install.sh","env":{"RELEASE":"7"}},
 		{"name":"restart","command":"echo restart"}]}`, resumeTargets[0], resumeTargets[1], resumeTargets[2], resumeTargets[3], resumeTargets[4])
 	id := uuid.New()
-	_, _, err := schema.CreateDeployment(ctx, b.pool, schema.NewDeployment{ID: id, Name: "release-7", Priority: "high", Spec: json.RawMessage(d), MaxParallel: 2})
+	_, _, err := schema.CreateDeployment(ctx, pool, schema.NewDeployment{ID: id, Name: "release-7", Priority: "high", Spec: json.RawMessage(d), MaxParallel: 2})
 	require.NoError(t, err)
 	steps := []schema.StepRecord{{Name: "fetch", Command: "echo fetch"}, {Name: "install", Command: "./install.sh"}, {Name: "restart", Command: "echo restart"}}
 	for i := range steps {
 		steps[i].Timeout = 600e9
 	}
-	require.NoError(t, schema.StartDeployment(ctx, b.pool, id, steps, resumeTargets))
+	require.NoError(t, schema.StartDeployment(ctx, pool, id, steps, resumeTargets))
 	for pos := range 2 {
 		var reqs []schema.NewDispatchRequest
 		for _, name := range resumeTargets {
@@ -54,15 +64,15 @@ func endedDeployment(t *testing.T, b *fleetBundle, status string) uuid.UUID {
 			reqs = append(reqs, schema.NewDispatchRequest{IdempotencyKey: fmt.Sprintf("%s-%d-%s", id, pos, name), Target: name,
 				DeploymentID: &id, StepPosition: &p, Command: "x", Priority: "high"})
 		}
-		_, err := schema.EnqueueDispatchRequests(ctx, b.pool, reqs)
+		_, err := schema.EnqueueDispatchRequests(ctx, pool, reqs)
 		require.NoError(t, err)
 	}
-	_, err = b.pool.Exec(ctx, `UPDATE pending_dispatch_requests p SET status = 'failed'
+	_, err = pool.Exec(ctx, `UPDATE pending_dispatch_requests p SET status = 'failed'
 		FROM targets t WHERE t.id = p.target_id AND p.deployment_id = $1 AND p.step_position = 1 AND t.name = ANY($2)`, id, failedOnStep1)
 	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `UPDATE deployment_steps SET status = (ARRAY['succeeded','failed','skipped'])[position + 1] WHERE deployment_id = $1`, id)
+	_, err = pool.Exec(ctx, `UPDATE deployment_steps SET status = (ARRAY['succeeded','failed','skipped'])[position + 1] WHERE deployment_id = $1`, id)
 	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `UPDATE deployments SET status = $2, finished_at = now() WHERE id = $1`, id, status)
+	_, err = pool.Exec(ctx, `UPDATE deployments SET status = $2, finished_at = now() WHERE id = $1`, id, status)
 	require.NoError(t, err)
 	return id
 }
