@@ -49,6 +49,11 @@ type fakeMandible struct {
 	fetches          []*mantisv1.FetchPendingCommandsRequest
 	redispatchAnswer *mantisv1.ScheduleRedispatchResponse
 
+	// holdClaims, when set before the fake serves, holds the answer of every
+	// claim that took a command until it is closed; claimed hears of each.
+	holdClaims chan struct{}
+	claimed    chan struct{}
+
 	stored       chan *mantisv1.StoreCommandResultRequest
 	redispatches chan *mantisv1.ScheduleRedispatchRequest
 	releases     chan *mantisv1.ReleaseCommandsRequest
@@ -141,8 +146,21 @@ func (m *fakeMandible) Heartbeat(_ context.Context, req *mantisv1.HeartbeatReque
 }
 
 // FetchPendingCommands claims listen-mode commands (all assigned to the
-// caller, in this fake) and the commands of the poll targets it names.
-func (m *fakeMandible) FetchPendingCommands(_ context.Context, req *mantisv1.FetchPendingCommandsRequest) (*mantisv1.FetchPendingCommandsResponse, error) {
+// caller, in this fake) and the commands of the poll targets it names. With
+// holdClaims set, a call that claimed something signals claimed and answers only
+// once holdClaims is closed, whatever the caller does meanwhile: as Mandible,
+// whose claim is committed even if the caller has gone.
+func (m *fakeMandible) FetchPendingCommands(ctx context.Context, req *mantisv1.FetchPendingCommandsRequest) (*mantisv1.FetchPendingCommandsResponse, error) {
+	resp, err := m.claimPending(req)
+	if err == nil && len(resp.GetCommands()) > 0 && m.holdClaims != nil {
+		m.claimed <- struct{}{}
+		<-m.holdClaims
+	}
+	return resp, err
+}
+
+// claimPending is FetchPendingCommands' claim.
+func (m *fakeMandible) claimPending(req *mantisv1.FetchPendingCommandsRequest) (*mantisv1.FetchPendingCommandsResponse, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err := m.live(req.GetInstanceId()); err != nil {

@@ -115,7 +115,10 @@ func (t *Thorax) fetch(ctx context.Context, commandIDs []string) (cmds []*mantis
 		}
 		return nil, false, ErrAtCapacity
 	}
-	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+	// The claim outlives a drain that starts meanwhile: Mandible may commit it
+	// whatever Thorax does, so its answer is awaited and what it claimed handed
+	// back below, rather than left held by an instance that stops.
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	resp, err := client.FetchPendingCommands(callCtx, &mantisv1.FetchPendingCommandsRequest{
 		InstanceId:  id,
 		PollTargets: t.book.connectedTargets(time.Now()),
