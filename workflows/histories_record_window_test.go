@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,11 +111,15 @@ func windowScenarios() []windowScenario {
 	}
 }
 
-// TestRecordWindowHistories records the histories of windowScenarios into the set
-// MANTIS_RECORD_HISTORIES names, for TestReplayHistories; a scenario of several runs
-// is written one file per run, _run1, _run2 and so on:
+// recordOnlyEnv, when set, records only the scenarios whose name starts with it.
+const recordOnlyEnv = "MANTIS_RECORD_ONLY"
+
+// TestRecordWindowHistories records the histories of windowScenarios and
+// rolloutScenarios (those whose name starts with MANTIS_RECORD_ONLY, when set) into
+// the set MANTIS_RECORD_HISTORIES names, for TestReplayHistories; a scenario of
+// several runs is written one file per run, _run1, _run2 and so on:
 //
-//	MANTIS_RECORD_HISTORIES=v4 go test ./workflows -run TestRecordWindowHistories -count=1
+//	MANTIS_RECORD_HISTORIES=v5 MANTIS_RECORD_ONLY=deployment_rollout go test ./workflows -run TestRecordWindowHistories -count=1
 func TestRecordWindowHistories(t *testing.T) {
 	set := os.Getenv(recordHistoriesEnv)
 	if set == "" {
@@ -132,7 +137,11 @@ func TestRecordWindowHistories(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	registerSearchAttributes(ctx, t, c, srv.Namespace)
-	for _, sc := range windowScenarios() {
+	only := os.Getenv(recordOnlyEnv)
+	for _, sc := range append(windowScenarios(), rolloutScenarios()...) {
+		if !strings.HasPrefix(sc.name, only) {
+			continue
+		}
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			r := recorder{c: c, queue: srv.TaskQueue + "-" + sc.name}
