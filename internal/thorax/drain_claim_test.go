@@ -27,3 +27,21 @@ func TestClaimInFlightWhenTheDrainStartsIsHandedBack(t *testing.T) {
 	require.Equal(t, commandID("cmd-in-flight"), rel.GetCommands()[0].GetCommandId())
 	require.NoError(t, th.wait(t))
 }
+
+// A drain with nothing to wait for still ends only once Mandible has acknowledged a
+// heartbeat saying the instance drains, so its listen targets move at once rather
+// than when the instance is found silent.
+func TestDrainEndsOnlyOnceMandibleHeardOfIt(t *testing.T) {
+	t.Parallel()
+	for range 5 {
+		f := setup(t)
+		th := f.start(t)
+		th.stop()
+		require.NoError(t, th.wait(t))
+		heard := false
+		for _, hb := range f.mandible.heartbeatList() {
+			heard = heard || hb.GetDraining()
+		}
+		require.True(t, heard, "the instance stopped before Mandible heard of its drain")
+	}
+}

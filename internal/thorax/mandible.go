@@ -91,6 +91,9 @@ func (t *Thorax) heartbeatLoop(ctx, run context.Context) {
 		cancel()
 		switch {
 		case err == nil:
+			if draining {
+				t.drainHeardOnce.Do(func() { close(t.drainHeard) })
+			}
 			t.noteListenTargets(ctx, resp.GetListenTargets())
 			t.cancelCommands(ctx, resp.GetCancelledCommandIds())
 		case status.Code(err) == codes.FailedPrecondition:

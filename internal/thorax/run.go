@@ -151,7 +151,25 @@ func (t *Thorax) drain(drainCtx context.Context, agents *agentsServer, loops *sy
 		t.logger.WarnContext(drainCtx, "drain timed out: abandoning commands still out to agents",
 			"commands", len(abandoned), "command_ids", abandoned)
 	}
+	t.awaitDrainHeard(drainCtx)
 	t.metrics.drained(time.Since(start), len(abandoned))
+}
+
+// awaitDrainHeard waits, within drainCtx and at most two calls' time, until Mandible
+// has heard that the instance drains: a drain with nothing to wait for would
+// otherwise end before its heartbeat, and its listen targets would move only once
+// the instance was found silent.
+func (t *Thorax) awaitDrainHeard(drainCtx context.Context) {
+	if _, id := t.registration(); id == "" {
+		return // never registered, or no longer: Mandible holds nothing of it
+	}
+	ctx, cancel := context.WithTimeout(drainCtx, 2*callTimeout)
+	defer cancel()
+	select {
+	case <-t.drainHeard:
+	case <-ctx.Done():
+		t.logger.WarnContext(drainCtx, "mandible did not hear of the drain: its listen targets move once the instance is found silent")
+	}
 }
 
 // agentsServer is the gRPC server agents call, with its health service.

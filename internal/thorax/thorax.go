@@ -118,6 +118,10 @@ type Thorax struct {
 	wake            chan struct{} // capacity 1: fetch at once
 	intervalChanged chan struct{} // capacity 1: the polling interval changed
 	beat            chan struct{} // capacity 1: heartbeat at once
+	// drainHeard is closed once Mandible has acknowledged a heartbeat saying the
+	// instance drains: from then on its listen targets have moved.
+	drainHeard     chan struct{}
+	drainHeardOnce sync.Once
 	dead            chan string   // capacity 1: Mandible declared this instance id dead
 
 	// Timing, fixed in production; tests shorten it.
@@ -141,6 +145,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		wake:            make(chan struct{}, 1),
 		intervalChanged: make(chan struct{}, 1),
 		beat:            make(chan struct{}, 1),
+		drainHeard:      make(chan struct{}),
 		dead:            make(chan string, 1),
 		idChanged:       make(chan struct{}),
 		resultGrace:     resultGrace,
