@@ -60,8 +60,13 @@ WITH label_limited AS (
     SELECT t.id AS target_id, coalesce(own.max_running, (SELECT m.max_running FROM default_max m)) AS cap
     FROM targets t
     LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
+), roomy AS (
+    -- Whether any target's limit can leave room for a batch at all: with a limit of
+    -- one everywhere, no target can hold a bound and the claim counts without looking.
+    SELECT (SELECT m.max_running FROM default_max m) >= @max_rows::int
+        OR EXISTS (SELECT 1 FROM concurrency_limits o WHERE o.scope = 'target' AND o.max_running >= @max_rows::int) AS yes
 ), counted AS (
-    SELECT EXISTS (
+    SELECT NOT (SELECT ry.yes FROM roomy ry) OR EXISTS (
         SELECT 1 FROM caps c LEFT JOIN target_claim_bounds b ON b.target_id = c.target_id
         WHERE b.target_id IS NULL OR b.claimed + @max_rows::int > c.cap
     ) AS yes
@@ -76,8 +81,10 @@ WITH label_limited AS (
     WHERE (SELECT cn.yes FROM counted cn)
     GROUP BY x.target_id
 ), room AS (
-    SELECT r.target_id, c.cap - r.running AS room
-    FROM running r JOIN caps c ON c.target_id = r.target_id
+    SELECT r.target_id, coalesce(own.max_running, (SELECT m.max_running FROM default_max m)) - r.running AS room
+    FROM running r
+    JOIN targets rt ON rt.id = r.target_id
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = rt.name
 ), locked AS MATERIALIZED (
     SELECT p.id, p.target_id, p.priority_rank, p.created_at
     FROM pending_dispatch_requests p
@@ -92,10 +99,10 @@ WITH label_limited AS (
     SELECT l.id, l.target_id, t.name AS target,
            row_number() OVER (ORDER BY l.priority_rank, l.created_at) AS ord,
            row_number() OVER (PARTITION BY l.target_id ORDER BY l.priority_rank, l.created_at)
-               <= coalesce(r.room, c.cap) AS admitted
+               <= coalesce(r.room, own.max_running, (SELECT m.max_running FROM default_max m)) AS admitted
     FROM locked l
     JOIN targets t ON t.id = l.target_id
-    JOIN caps c ON c.target_id = l.target_id
+    LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = t.name
     LEFT JOIN room r ON r.target_id = l.target_id
 ), claimed AS (
     UPDATE pending_dispatch_requests p
@@ -115,7 +122,7 @@ WITH label_limited AS (
     LEFT JOIN target_claim_bounds b ON b.target_id = c.target_id
     LEFT JOIN running r ON r.target_id = c.target_id
     LEFT JOIN admitted_per_target ap ON ap.target_id = c.target_id
-    WHERE (SELECT cn.yes FROM counted cn) AND c.cap >= @max_rows::int
+    WHERE (SELECT ry.yes FROM roomy ry) AND (SELECT cn.yes FROM counted cn) AND c.cap >= @max_rows::int
       AND coalesce(r.running, 0) + coalesce(ap.n, 0) + @max_rows::int <= c.cap
       AND b.claimed IS DISTINCT FROM coalesce(r.running, 0) + coalesce(ap.n, 0)
     UNION
