@@ -50,6 +50,9 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 		if err != nil {
 			return AdvanceStepResult{}, err
 		}
+		if p.Started {
+			a.Metrics.stepStarted(p.Total)
+		}
 		if p.Done || p.BatchDone {
 			return p, nil
 		}

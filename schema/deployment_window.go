@@ -53,7 +53,9 @@ type StepProgress struct {
 	Done bool `json:"done"`
 	// BatchDone is set when the window's batch has ended (nothing of it runs and
 	// nothing more of it will start) while the step goes on with later batches.
-	BatchDone     bool           `json:"batch_done,omitempty"`
+	BatchDone bool `json:"batch_done,omitempty"`
+	// Started is set on the call that started the step (not carried in JSON).
+	Started       bool           `json:"-"`
 	Status        string         `json:"status,omitempty"`
 	FailedTargets []TargetResult `json:"failed_targets,omitempty"`
 }
@@ -112,7 +114,7 @@ func AdvanceStepIn(ctx context.Context, db TxBeginner, id uuid.UUID, position in
 			if err := StartStep(ctx, tx, id, position, p.Total); err != nil {
 				return err
 			}
-			st.status = StepRunning
+			st.status, p.Started = StepRunning, true
 		}
 		if err := topUpWindow(ctx, tx, id, position, st, w, &p); err != nil {
 			return err

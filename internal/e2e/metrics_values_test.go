@@ -94,15 +94,17 @@ func unmet(text string, want []minSample) []string {
 }
 
 // requireDeploymentMetrics requires Mandible at addr to have counted, after one
-// deployment that succeeded, its start, its end by status and its duration. The
-// counters move as the activities end, so the scrape is repeated until they are
-// there.
+// deployment that succeeded, its start, its end by status, its duration and the
+// targets of the steps it started. The counters move as the activities end, so the
+// scrape is repeated until they are there.
 func requireDeploymentMetrics(t *testing.T, addr string) {
 	t.Helper()
 	want := []minSample{
 		{name: "mantis_deployments_started_total", min: 1},
 		{name: "mantis_deployments_finished_total", labels: map[string]string{"status": "succeeded"}, min: 1},
 		{name: "mantis_deployment_duration_seconds_count", labels: map[string]string{"status": "succeeded"}, min: 1},
+		{name: "mantis_deployment_step_targets_count", min: 1},
+		{name: "mantis_deployment_step_targets_sum", min: 1},
 	}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		resp, err := http.Get("http://" + addr + "/metrics")
