@@ -39,6 +39,7 @@ func (f *rolloutFleet) requireEveryLedgerHas(t *testing.T, word string) {
 // down, arrives signed once it is back; a schedule fires and its deployment runs on
 // every target.
 func TestFreezeWebhookAndScheduleOnTwentyRealAgents(t *testing.T) {
+	t.Parallel()
 	f := setupRolloutFleet(t, 20)
 
 	code, body := api(t, f.r, http.MethodPost, "/api/v1/freezes", `{"name":"fleet-freeze","reason":"release week"}`)

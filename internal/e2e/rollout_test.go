@@ -130,6 +130,7 @@ func (f *rolloutFleet) requestWindows(t *testing.T, deployment string, position 
 // fails naming the budget, each batch started only after the one before ended, and the
 // plan's batches are what ran.
 func TestRolloutStopsWhenTheFleetWideBudgetIsSpentInALaterBatch(t *testing.T) {
+	t.Parallel()
 	f := setupRolloutFleet(t, 20)
 	spec := f.specJSON(t, `{"name":"rolling","targets":%[1]s,
 		"rollout":{"batches":[2,5],"max_failures":2},
@@ -188,6 +189,7 @@ func batchSizes(batches [][]string) []int {
 // rollback steps run on the two canary hosts only, and the deployment fails naming
 // the health gate and the rollback.
 func TestCanaryThatFailsItsHealthGateRollsBackOnTheCanaryOnly(t *testing.T) {
+	t.Parallel()
 	f := setupRolloutFleet(t, 20)
 	spec := f.specJSON(t, `{"name":"canaried","targets":%[1]s,
 		"rollout":{"batches":[2,"50%%"],"canary":{"verify":"test -e %[2]s/healthy-$MANTIS_TARGET","healthy_checks":2,"healthy_window":"2s"}},
@@ -224,6 +226,7 @@ func TestCanaryThatFailsItsHealthGateRollsBackOnTheCanaryOnly(t *testing.T) {
 // A canary that passes its health gate lets the rest of the fleet run, batch by batch,
 // and no rollback runs.
 func TestCanaryThatPassesItsHealthGateRollsOnToTheFleet(t *testing.T) {
+	t.Parallel()
 	f := setupRolloutFleet(t, 20)
 	spec := f.specJSON(t, `{"name":"canaried","targets":%[1]s,
 		"rollout":{"batches":[1,"25%%"],"canary":{"verify":"grep -q install %[2]s/$MANTIS_TARGET"}},
