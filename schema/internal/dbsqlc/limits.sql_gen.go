@@ -178,10 +178,11 @@ WITH label_limited AS (
     SELECT (SELECT m.max_running FROM default_max m) >= $1::int
         OR EXISTS (SELECT 1 FROM concurrency_limits o WHERE o.scope = 'target' AND o.max_running >= $1::int) AS yes
 ), counted AS (
-    SELECT NOT (SELECT ry.yes FROM roomy ry) OR EXISTS (
+    -- Whether to count; never when a label limit exists: that round claims nothing.
+    SELECT NOT (SELECT lf.yes FROM label_limited lf) AND (NOT (SELECT ry.yes FROM roomy ry) OR EXISTS (
         SELECT 1 FROM caps c LEFT JOIN target_claim_bounds b ON b.target_id = c.target_id
         WHERE b.target_id IS NULL OR b.claimed + $1::int > c.cap
-    ) AS yes
+    )) AS yes
 ), running AS (
     -- What target_running counts, for every target in one pass; only when some
     -- target has no bound leaving room for a batch.
