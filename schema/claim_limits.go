@@ -25,7 +25,10 @@ import (
 // first rows as far as its limit has room, and claim them. With label limits a round
 // is three (ClaimCandidates, LimitsRunning, ClaimRequests), with admit in Go between.
 // A round is repeated only when a limit filled up during the claim itself held a
-// candidate back.
+// candidate back. The one-statement round skips the count when every target has a
+// bound (target_claim_bounds) leaving room for a whole batch under its limit, and
+// keeps the bounds at or above what runs; the label path drops the bounds of the
+// targets it claims on.
 
 // maxClaimRounds bounds the rounds of one claim. A round ends early once nothing was
 // held back by a limit filling up during the claim itself.
