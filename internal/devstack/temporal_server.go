@@ -9,12 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"text/template"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -177,12 +174,15 @@ func (s *Stack) startTemporalServer(ctx context.Context, dir string, ports tempo
 		return err
 	}
 	s.track(p)
+	launched := time.Now()
 	addr := fmt.Sprintf("127.0.0.1:%d", ports.Frontend)
 	if err := waitFor(ctx, p, 120*time.Second, func(ctx context.Context) error {
 		return ensureNamespace(ctx, addr, "default")
 	}); err != nil {
 		return fmt.Errorf("temporal-server did not become ready (see %s): %w", s.LogPath("temporal"), err)
 	}
+	s.logger.Info("temporal-server serving its namespace", "namespace", "default",
+		"since_launch", time.Since(launched).Round(time.Millisecond))
 	s.Env["TEMPORAL_ADDRESS"] = addr
 	s.Env["TEMPORAL_NAMESPACE"] = "default"
 	s.Env["MANTIS_TEMPORAL_KIND"] = "server"
@@ -197,103 +197,6 @@ func (s *Stack) startTemporalServer(ctx context.Context, dir string, ports tempo
 	default:
 		s.logger.Warn("the Temporal Web UI server is not installed: no UI for the production server",
 			"install", "mantisctl dev install --temporal-server")
-	}
-	return nil
-}
-
-// prepareTemporalDatabases makes the temporal role and its two databases, and brings
-// their schemas to the pinned release with temporal-sql-tool's embedded schemas. A
-// second run finds both up to date and changes nothing.
-func (s *Stack) prepareTemporalDatabases(ctx context.Context, password string) error {
-	adminURL := s.Env["MANTIS_POSTGRES_ADMIN_URL"]
-	if adminURL == "" {
-		return errors.New("the production Temporal server needs the stack's PostgreSQL")
-	}
-	admin, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		return fmt.Errorf("connecting to PostgreSQL as its administrator: %w", err)
-	}
-	defer admin.Close(ctx)
-	if err := execGenerated(ctx, admin, loginRoleSQL, temporalRole, password); err != nil {
-		return fmt.Errorf("preparing the %s role: %w", temporalRole, err)
-	}
-	for db, schemaName := range map[string]string{
-		temporalDatabase:           "postgresql/v12/temporal",
-		temporalVisibilityDatabase: "postgresql/v12/visibility",
-	} {
-		if err := s.prepareTemporalDatabase(ctx, admin, adminURL, db, schemaName, password); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// execGenerated runs a query whose rows are statements, and executes each of them.
-func execGenerated(ctx context.Context, conn *pgx.Conn, query string, args ...any) error {
-	rows, err := conn.Query(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	stmts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, stmt := range stmts {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Stack) prepareTemporalDatabase(ctx context.Context, admin *pgx.Conn, adminURL, db, schemaName, password string) error {
-	var exists bool
-	if err := admin.QueryRow(ctx, databaseExistsSQL, db).Scan(&exists); err != nil {
-		return err
-	}
-	if !exists {
-		if err := s.sqlTool(ctx, db, password, "create-database"); err != nil {
-			return err
-		}
-	}
-	conn, err := pgx.Connect(ctx, strings.Replace(adminURL, "/postgres?", "/"+db+"?", 1))
-	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", db, err)
-	}
-	defer conn.Close(ctx)
-	var versioned bool
-	if err := conn.QueryRow(ctx, schemaVersionedSQL).Scan(&versioned); err != nil {
-		return err
-	}
-	// A schema brought up to this release before is not checked again: the tool's
-	// check takes seconds, and a second start should not.
-	marker := filepath.Join(s.opts.Dir, "temporal-server", "schema-"+db+".version")
-	if versioned {
-		if done, err := os.ReadFile(marker); err == nil && string(done) == TemporalServerVersion {
-			return nil
-		}
-	} else if err := s.sqlTool(ctx, db, password, "setup-schema", "--version", "0.0"); err != nil {
-		return err
-	}
-	if err := s.sqlTool(ctx, db, password, "update-schema", "--schema-name", schemaName); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(marker, []byte(TemporalServerVersion), 0o644)
-}
-
-// sqlTool runs one temporal-sql-tool command against db as the temporal role; the
-// password goes through the environment, not the command line.
-func (s *Stack) sqlTool(ctx context.Context, db, password string, args ...string) error {
-	full := append([]string{"--ep", "127.0.0.1", "--port", strconv.Itoa(s.Ports.Postgres),
-		"--user", temporalRole, "--plugin", temporalPlugin, "--db", db, "--quiet"}, args...)
-	cmd := exec.CommandContext(ctx, temporalSQLTool.path(), full...)
-	cmd.Env = append(os.Environ(), "SQL_PASSWORD="+password)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("temporal-sql-tool %s on %s: %w: %s", args[0], db, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
