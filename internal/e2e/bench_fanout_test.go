@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -89,6 +90,8 @@ type fanOutResult struct {
 	// mandibleRSS, thoraxRSS and agentsRSS are peak resident sets (VmHWM), this
 	// process's for the agents.
 	mandibleRSS, thoraxRSS, agentsRSS int64
+	// calls are Thorax's gRPC calls from create to the last result.
+	calls []rpcTime
 	// loadBefore and loadAfter are /proc/loadavg at create and at the last result.
 	loadBefore, loadAfter string
 }
@@ -119,6 +122,7 @@ func (r *fanOutRig) deploy(t *testing.T, fc fanOutCase) fanOutResult {
 	pids := r.serverPids(t)
 	want := fc.targets * fc.steps
 	res := fanOutResult{loadBefore: loadAverage(t)}
+	callsBefore := scrapeText(t, r.thoraxMetrics)
 	before := r.readCPU(t, pids)
 	start := time.Now()
 	code, created := api(t, r.mandible.replica, http.MethodPost, "/api/v1/deployments", fc.spec(r.label))
@@ -127,6 +131,7 @@ func (r *fanOutRig) deploy(t *testing.T, fc fanOutCase) fanOutResult {
 	observed := waitForCountEvery(t, r.pool, fanOutResultPoll, fanOutDeployTimeout, want,
 		`SELECT count(*) FROM command_queue WHERE deployment_id = $1 AND status = 'succeeded'`, id)
 	after := r.readCPU(t, pids)
+	res.calls = thoraxCalls(callsBefore, scrapeText(t, r.thoraxMetrics))
 	res.loadAfter = loadAverage(t)
 	res.observed = observed.Sub(start)
 	res.cpu, res.sessions = after.sub(before)
@@ -174,17 +179,25 @@ func (res fanOutResult) report(b *testing.B, fc fanOutCase) {
 	}
 	for _, l := range res.legs {
 		rows = append(rows,
-			[]string{fmt.Sprintf("step %d: dispatch rate (first -> last dispatch)", l.position), fmt.Sprintf("%.0f requests/s", l.dispatchRate()), ""},
+			[]string{fmt.Sprintf("step %d: dispatch rate (first enqueued -> last dispatched)", l.position+1),
+				fmt.Sprintf("%.0f requests/s, %d batches", l.dispatchRate(), l.batches), ""},
 			[]string{"  enqueued (s after create, first – last)", l.enqueued.String(), ""},
 			[]string{"  dispatched (command written)", l.dispatched.String(), ""},
 			[]string{"  claimed by Thorax (fetch)", l.claimed.String(), ""},
 			[]string{"  started on the agent", l.started.String(), ""},
-			[]string{"  finished on the agent", l.finished.String(), ""})
+			[]string{"  finished on the agent", l.finished.String(), ""},
+			[]string{"  per command: claimed -> started (hand-off), p50 / p99 s", l.handOff.String(), ""},
+			[]string{"  per command: started -> finished (run of `true`), p50 / p99 s", l.run.String(), ""})
 	}
 	rows = append(rows,
 		[]string{"workflow history, all runs", fmt.Sprintf("%d runs, %d events, %.0f KiB", h.runs, h.events, float64(h.bytes)/1024), ""},
 		[]string{"  largest run", fmt.Sprintf("%d events, %.0f KiB", h.maxRunEvents, float64(h.maxRunBytes)/1024),
 			fmt.Sprintf("< %d events, < %d MiB (%s)", temporalMaxEvents/10, temporalMaxHistoryBytes/10>>20, met(historyGoal))},
+	)
+	for _, c := range res.calls {
+		rows = append(rows, []string{"Thorax " + c.name, fmt.Sprintf("%.0f calls, mean %.1f ms", c.calls, c.mean()), ""})
+	}
+	rows = append(rows,
 		[]string{"peak RSS Mandible / Thorax / test process (agents)",
 			fmt.Sprintf("%.0f / %.0f / %.0f MiB", mib(res.mandibleRSS), mib(res.thoraxRSS), mib(res.agentsRSS)), ""},
 		[]string{"CPU create -> last result: Mandible", share(res.cpu.mandible), ""},
@@ -193,7 +206,14 @@ func (res fanOutResult) report(b *testing.B, fc fanOutCase) {
 		[]string{"  Temporal server (shared)", share(res.cpu.temporal), ""},
 		[]string{"  agents and their commands (this process)", share(res.cpu.agents), ""},
 		[]string{"  machine, every process", share(res.cpu.machine), ""})
-	logTable(b, rows)
+	// Printed, not logged: a benchmark's log is cut to its first lines without -v.
+	var out strings.Builder
+	w := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(w, strings.Join(r, "\t"))
+	}
+	_ = w.Flush()
+	fmt.Print(out.String())
 }
 
 // met says whether a goal was met.

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
 	"github.com/mantis-deploy/mantis/internal/scale"
 	"github.com/mantis-deploy/mantis/internal/soak"
 	"github.com/mantis-deploy/mantis/internal/testenv"
@@ -156,16 +157,23 @@ func (s span) String() string {
 // stepLegs is when a step's commands passed each point of their way.
 type stepLegs struct {
 	position, commands int
+	// batches is how many dispatch transactions wrote the step's commands (all rows
+	// of one carry its start as created_at).
+	batches int
 	// enqueued: the request written; dispatched: the command written (the
 	// dispatcher's delivery); claimed: Thorax's fetch; started and finished: the
 	// run on the agent.
 	enqueued, dispatched, claimed, started, finished span
+	// handOff is claimed -> started and run started -> finished, per command: p50
+	// and p99.
+	handOff, run span
 }
 
-// dispatchRate is the step's commands over the time from its first dispatch to its
-// last.
+// dispatchRate is the step's commands over the time from its first request
+// enqueued to its last command dispatched: a dispatch transaction writes its batch
+// with one created_at, so first -> last dispatch alone is 0 for a single batch.
 func (l stepLegs) dispatchRate() float64 {
-	d := l.dispatched.last - l.dispatched.first
+	d := l.dispatched.last - l.enqueued.first
 	if d <= 0 {
 		return 0
 	}
@@ -176,10 +184,14 @@ func (l stepLegs) dispatchRate() float64 {
 func (r *fanOutRig) legs(t *testing.T, deployment string, created time.Time) []stepLegs {
 	t.Helper()
 	rows, err := r.pool.Query(r.ctx, `
-		SELECT c.step_position, count(*),
+		SELECT c.step_position, count(*), count(DISTINCT c.created_at),
 		       min(p.created_at), max(p.created_at), min(c.created_at), max(c.created_at),
 		       min(c.claimed_at), max(c.claimed_at), min(c.started_at), max(c.started_at),
-		       min(c.finished_at), max(c.finished_at)
+		       min(c.finished_at), max(c.finished_at),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM c.started_at - c.claimed_at)),
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM c.started_at - c.claimed_at)),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM c.finished_at - c.started_at)),
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM c.finished_at - c.started_at))
 		FROM command_queue c JOIN pending_dispatch_requests p ON p.id = c.dispatch_request_id
 		WHERE c.deployment_id = $1 AND c.status = 'succeeded'
 		GROUP BY c.step_position ORDER BY c.step_position`, deployment)
@@ -187,8 +199,14 @@ func (r *fanOutRig) legs(t *testing.T, deployment string, created time.Time) []s
 	var out []stepLegs
 	for rows.Next() {
 		var l stepLegs
-		var ts [10]time.Time
-		require.NoError(t, rows.Scan(&l.position, &l.commands, &ts[0], &ts[1], &ts[2], &ts[3], &ts[4], &ts[5], &ts[6], &ts[7], &ts[8], &ts[9]))
+		var (
+			ts [10]time.Time
+			ps [4]float64
+		)
+		require.NoError(t, rows.Scan(&l.position, &l.commands, &l.batches, &ts[0], &ts[1], &ts[2], &ts[3], &ts[4], &ts[5],
+			&ts[6], &ts[7], &ts[8], &ts[9], &ps[0], &ps[1], &ps[2], &ps[3]))
+		sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+		l.handOff, l.run = span{sec(ps[0]), sec(ps[1])}, span{sec(ps[2]), sec(ps[3])}
 		at := func(i int) span { return span{ts[i].Sub(created), ts[i+1].Sub(created)} }
 		l.enqueued, l.dispatched, l.claimed, l.started, l.finished = at(0), at(2), at(4), at(6), at(8)
 		out = append(out, l)
@@ -247,4 +265,63 @@ func fanOutHistory(t *testing.T, deployment string) workflowHistory {
 		require.Equal(ct, 1, completed, "runs of %s that completed", workflowID)
 	}, time.Minute, 500*time.Millisecond, "the runs of %s never all closed", workflowID)
 	return h
+}
+
+// rpcTime is the calls of one gRPC method and the time they took, summed.
+type rpcTime struct {
+	name           string
+	calls, seconds float64
+}
+
+func (r rpcTime) mean() float64 {
+	if r.calls == 0 {
+		return 0
+	}
+	return 1000 * r.seconds / r.calls
+}
+
+// thoraxLegs are the calls of Thorax whose time the benchmark reports: its claims and
+// result stores at Mandible (client), and its answers to the agents' reports, which
+// wait for the store (server).
+var thoraxLegs = []struct{ metric, method, name string }{
+	{rpcmetrics.ClientDurationMetric, "FetchPendingCommands", "-> Mandible FetchPendingCommands"},
+	{rpcmetrics.ClientDurationMetric, "StoreCommandResult", "-> Mandible StoreCommandResult"},
+	{rpcmetrics.ServerDurationMetric, "ReportResult", "<- agents ReportResult"},
+}
+
+// thoraxCalls is what each of thoraxLegs did between two scrapes of Thorax's
+// /metrics.
+func thoraxCalls(before, after string) []rpcTime {
+	out := make([]rpcTime, len(thoraxLegs))
+	for i, l := range thoraxLegs {
+		b, a := histogramSums(before, l.metric, l.method), histogramSums(after, l.metric, l.method)
+		out[i] = rpcTime{name: l.name, calls: a.calls - b.calls, seconds: a.seconds - b.seconds}
+	}
+	return out
+}
+
+// histogramSums reads the _count and _sum of a duration histogram's series of
+// method from a scrape.
+func histogramSums(text, metric, method string) rpcTime {
+	var r rpcTime
+	for _, line := range strings.Split(text, "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || (name != metric+"_sum" && name != metric+"_count") {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok || !strings.Contains(labels, `method="`+method+`"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		if name == metric+"_sum" {
+			r.seconds += v
+		} else {
+			r.calls += v
+		}
+	}
+	return r
 }

@@ -46,6 +46,8 @@ const (
 type fanOutRig struct {
 	*execCluster
 	thorax *thoraxProcess
+	// thoraxMetrics is the address of Thorax's /metrics.
+	thoraxMetrics string
 	// label is the value of fanOutLabel on every target of the fleet.
 	label   string
 	targets int
@@ -101,6 +103,9 @@ func (r *fanOutRig) startThorax(t *testing.T, b testenv.Broker) *thoraxProcess {
 	port, err := devstack.FreePort(false)
 	require.NoError(t, err)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	metricsPort, err := devstack.FreePort(false)
+	require.NoError(t, err)
+	r.thoraxMetrics = fmt.Sprintf("127.0.0.1:%d", metricsPort)
 	name := uniqueName("thorax")
 	cert, key := r.issue(t, identity.RoleThorax, name)
 	conf := fmt.Sprintf(`name = %q
@@ -135,9 +140,11 @@ key_path = %q
 max_concurrent_calls = %d
 [drain]
 timeout = "5s"
+[metrics]
+listen = %q
 `, name, r.mandible.GRPCAddr, r.certs.CACert(), cert, key,
 		b.Host, b.Port, b.User, b.Password, b.VHost, b.CACert, b.ClientCert, b.ClientKey,
-		thoraxPollInterval, r.targets, addr, r.certs.CACert(), cert, key, r.targets)
+		thoraxPollInterval, r.targets, addr, r.certs.CACert(), cert, key, r.targets, r.thoraxMetrics)
 	return &thoraxProcess{mantisProcess: r.startProcess(t, name, testenv.Binary(t, "thorax"), conf), AgentsAddr: addr}
 }
 
@@ -155,14 +162,16 @@ func (r *fanOutRig) startAgents(t *testing.T, names []string) {
 	logFile, err := os.Create(filepath.Join(r.dir, "agents.log"))
 	require.NoError(t, err)
 	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx, cancel := context.WithCancel(context.Background())
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		fails []error
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		fails   []error
+		cancels []context.CancelFunc
 	)
 	t.Cleanup(func() {
-		cancel()
+		for _, cancel := range cancels {
+			cancel()
+		}
 		stopped := make(chan struct{})
 		go func() { wg.Wait(); close(stopped) }()
 		select {
@@ -178,6 +187,11 @@ func (r *fanOutRig) startAgents(t *testing.T, names []string) {
 	})
 	for _, name := range names {
 		cfg := r.agentConfig(t, name, filepath.Join(journals, name))
+		// A context of its own, as in its own process: every poll's deadline is a
+		// child of it, and a parent shared by thousands of agents serializes them
+		// on its lock.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels = append(cancels, cancel)
 		wg.Go(func() {
 			if err := agent.Run(ctx, cfg, logger, nil); err != nil {
 				mu.Lock()
