@@ -42,7 +42,7 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 	wake, deadline, stop := a.waitForResults(id, in.MaxWait)
 	defer stop()
 	for {
-		p, err := schema.AdvanceStepIn(ctx, a.DB, id, in.Position, in.Window)
+		p, started, err := schema.AdvanceStepStarting(ctx, a.DB, id, in.Position, in.Window)
 		var inputErr *schema.InputError
 		if errors.As(err, &inputErr) {
 			return AdvanceStepResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), InvalidSpec, nil)
@@ -50,7 +50,7 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 		if err != nil {
 			return AdvanceStepResult{}, err
 		}
-		if p.Started {
+		if started {
 			a.Metrics.stepStarted(p.Total)
 		}
 		if p.Done || p.BatchDone {

@@ -53,9 +53,7 @@ type StepProgress struct {
 	Done bool `json:"done"`
 	// BatchDone is set when the window's batch has ended (nothing of it runs and
 	// nothing more of it will start) while the step goes on with later batches.
-	BatchDone bool `json:"batch_done,omitempty"`
-	// Started is set on the call that started the step (not carried in JSON).
-	Started       bool           `json:"-"`
+	BatchDone     bool           `json:"batch_done,omitempty"`
 	Status        string         `json:"status,omitempty"`
 	FailedTargets []TargetResult `json:"failed_targets,omitempty"`
 }
@@ -100,8 +98,14 @@ func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int)
 // AdvanceStepIn is AdvanceStep within w: on the step's scope, up to the batch's end,
 // and within the failure room.
 func AdvanceStepIn(ctx context.Context, db TxBeginner, id uuid.UUID, position int, w StepWindow) (StepProgress, error) {
-	var p StepProgress
-	err := inTx(ctx, db, func(tx pgx.Tx) error {
+	p, _, err := AdvanceStepStarting(ctx, db, id, position, w)
+	return p, err
+}
+
+// AdvanceStepStarting is AdvanceStepIn that also says whether this call started the
+// step.
+func AdvanceStepStarting(ctx context.Context, db TxBeginner, id uuid.UUID, position int, w StepWindow) (p StepProgress, started bool, err error) {
+	err = inTx(ctx, db, func(tx pgx.Tx) error {
 		st, err := lockStep(ctx, tx, id, position)
 		if err != nil {
 			return err
@@ -114,7 +118,7 @@ func AdvanceStepIn(ctx context.Context, db TxBeginner, id uuid.UUID, position in
 			if err := StartStep(ctx, tx, id, position, p.Total); err != nil {
 				return err
 			}
-			st.status, p.Started = StepRunning, true
+			st.status, started = StepRunning, true
 		}
 		if err := topUpWindow(ctx, tx, id, position, st, w, &p); err != nil {
 			return err
@@ -127,7 +131,7 @@ func AdvanceStepIn(ctx context.Context, db TxBeginner, id uuid.UUID, position in
 		}
 		return err
 	})
-	return p, err
+	return p, started && err == nil, err
 }
 
 // total is how many targets a step has within w, of the deployment's n.
