@@ -9,26 +9,36 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// temporalSchema is one of the production server's databases and the
-// temporal-sql-tool embedded schema it takes.
+// The schema versions of temporal-sql-tool's embedded postgresql/v12 schemas in
+// TemporalServerVersion (the server's Version and VisibilityVersion for that plugin,
+// which it requires at start). A fresh database is set up at them directly from the
+// embedded schema.sql, with no versioned updates to replay.
+const (
+	temporalSchemaVersion           = "1.18"
+	temporalVisibilitySchemaVersion = "1.9"
+)
+
+// temporalSchema is one of the production server's databases, the temporal-sql-tool
+// embedded schema it takes and that schema's version in TemporalServerVersion.
 type temporalSchema struct {
-	Database, Name string
+	Database, Name, Version string
 }
 
 // temporalSchemas are the server's persistence and visibility databases.
 var temporalSchemas = []temporalSchema{
-	{temporalDatabase, "postgresql/v12/temporal"},
-	{temporalVisibilityDatabase, "postgresql/v12/visibility"},
+	{temporalDatabase, "postgresql/v12/temporal", temporalSchemaVersion},
+	{temporalVisibilityDatabase, "postgresql/v12/visibility", temporalVisibilitySchemaVersion},
 }
 
-// prepareTemporalDatabases makes the temporal role and its two databases, and brings
-// their schemas to the pinned release with temporal-sql-tool's embedded schemas. A
-// second run finds both up to date and changes nothing.
+// prepareTemporalDatabases makes the temporal role and its two databases, both at
+// once, and brings their schemas to the pinned release with temporal-sql-tool's
+// embedded schemas. A second run finds both up to date and changes nothing.
 func (s *Stack) prepareTemporalDatabases(ctx context.Context, password string) error {
 	began := time.Now()
 	adminURL := s.Env["MANTIS_POSTGRES_ADMIN_URL"]
@@ -43,10 +53,14 @@ func (s *Stack) prepareTemporalDatabases(ctx context.Context, password string) e
 	if err := execGenerated(ctx, admin, loginRoleSQL, temporalRole, password); err != nil {
 		return fmt.Errorf("preparing the %s role: %w", temporalRole, err)
 	}
-	for _, schema := range temporalSchemas {
-		if err := s.prepareTemporalDatabase(ctx, admin, adminURL, schema, password); err != nil {
-			return err
-		}
+	errs := make([]error, len(temporalSchemas))
+	var wg sync.WaitGroup
+	for i, schema := range temporalSchemas {
+		wg.Go(func() { errs[i] = s.prepareTemporalDatabase(ctx, adminURL, schema, password) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	s.logger.Info("temporal-server databases prepared", "elapsed", time.Since(began).Round(time.Millisecond))
 	return nil
@@ -71,8 +85,10 @@ func execGenerated(ctx context.Context, conn *pgx.Conn, query string, args ...an
 }
 
 // prepareTemporalDatabase creates one database when missing and brings its schema to
-// the pinned release, logging what it ran and how long each step took.
-func (s *Stack) prepareTemporalDatabase(ctx context.Context, admin *pgx.Conn, adminURL string, schema temporalSchema, password string) error {
+// the pinned release: a fresh one is set up at the release's version at once, one set
+// up before is updated unless this release already did. It logs what it ran and how
+// long each step took.
+func (s *Stack) prepareTemporalDatabase(ctx context.Context, adminURL string, schema temporalSchema, password string) error {
 	db, began := schema.Database, time.Now()
 	steps := &sqlToolSteps{}
 	defer func() {
@@ -81,14 +97,8 @@ func (s *Stack) prepareTemporalDatabase(ctx context.Context, admin *pgx.Conn, ad
 				"steps", strings.Join(steps.names, " "), "elapsed", time.Since(began).Round(time.Millisecond))
 		}
 	}()
-	var exists bool
-	if err := admin.QueryRow(ctx, databaseExistsSQL, db).Scan(&exists); err != nil {
-		return fmt.Errorf("checking whether database %s exists: %w", db, err)
-	}
-	if !exists {
-		if err := steps.run(ctx, s, db, password, "create-database"); err != nil {
-			return err
-		}
+	if err := s.createTemporalDatabase(ctx, adminURL, db, password, steps); err != nil {
+		return err
 	}
 	conn, err := pgx.Connect(ctx, strings.Replace(adminURL, "/postgres?", "/"+db+"?", 1))
 	if err != nil {
@@ -102,20 +112,37 @@ func (s *Stack) prepareTemporalDatabase(ctx context.Context, admin *pgx.Conn, ad
 	// A schema brought up to this release before is not checked again: the tool's
 	// check takes seconds, and a second start should not.
 	marker := filepath.Join(s.opts.Dir, "temporal-server", "schema-"+db+".version")
-	if versioned {
-		if done, err := os.ReadFile(marker); err == nil && string(done) == TemporalServerVersion {
-			return nil
-		}
-	} else if err := steps.run(ctx, s, db, password, "setup-schema", "--version", "0.0"); err != nil {
-		return err
+	if !versioned {
+		err = steps.run(ctx, s, db, password, "setup-schema", "--schema-name", schema.Name, "--version", schema.Version)
+	} else if done, readErr := os.ReadFile(marker); readErr == nil && string(done) == TemporalServerVersion {
+		return nil
+	} else {
+		err = steps.run(ctx, s, db, password, "update-schema", "--schema-name", schema.Name)
 	}
-	if err := steps.run(ctx, s, db, password, "update-schema", "--schema-name", schema.Name); err != nil {
+	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
-		return err
+		return fmt.Errorf("recording the schema release of %s: %w", db, err)
 	}
 	return os.WriteFile(marker, []byte(TemporalServerVersion), 0o644)
+}
+
+// createTemporalDatabase creates db with temporal-sql-tool unless it exists.
+func (s *Stack) createTemporalDatabase(ctx context.Context, adminURL, db, password string, steps *sqlToolSteps) error {
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return fmt.Errorf("connecting to PostgreSQL as its administrator: %w", err)
+	}
+	defer admin.Close(ctx)
+	var exists bool
+	if err := admin.QueryRow(ctx, databaseExistsSQL, db).Scan(&exists); err != nil {
+		return fmt.Errorf("checking whether database %s exists: %w", db, err)
+	}
+	if exists {
+		return nil
+	}
+	return steps.run(ctx, s, db, password, "create-database")
 }
 
 // sqlToolSteps records the temporal-sql-tool commands run on one database, each as
