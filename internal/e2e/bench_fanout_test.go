@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/soak"
 )
 
 // The fan-out benchmark (`make bench BENCH=FanOut`): deployments of `true` on 1,000 and
@@ -87,8 +89,8 @@ type fanOutResult struct {
 	// the PostgreSQL sessions on the test's database.
 	cpu      fanOutCPU
 	sessions time.Duration
-	// mandibleRSS, thoraxRSS and agentsRSS are peak resident sets (VmHWM), this
-	// process's for the agents.
+	// mandibleRSS and thoraxRSS are peak resident sets (VmHWM); agentsRSS is this
+	// process's resident set after the last result.
 	mandibleRSS, thoraxRSS, agentsRSS int64
 	// calls are Thorax's gRPC calls from create to the last result.
 	calls []rpcTime
@@ -136,8 +138,9 @@ func (r *fanOutRig) deploy(t *testing.T, fc fanOutCase) fanOutResult {
 	res.observed = observed.Sub(start)
 	res.cpu, res.sessions = after.sub(before)
 	var last time.Time
-	require.NoError(t, r.pool.QueryRow(r.ctx,
-		`SELECT max(finished_at) FROM command_queue WHERE deployment_id = $1 AND status = 'succeeded'`, id).Scan(&last))
+	err := r.pool.QueryRow(r.ctx,
+		`SELECT max(finished_at) FROM command_queue WHERE deployment_id = $1 AND status = 'succeeded'`, id).Scan(&last)
+	require.NoError(t, err)
 	res.elapsed = last.Sub(start)
 	waitDeployment(t, r.mandible.replica, id, "succeeded")
 
@@ -149,7 +152,10 @@ func (r *fanOutRig) deploy(t *testing.T, fc fanOutCase) fanOutResult {
 	res.history = fanOutHistory(t, id)
 	res.mandibleRSS = peakRSS(t, pids.mandible)
 	res.thoraxRSS = peakRSS(t, pids.thorax)
-	res.agentsRSS = peakRSS(t, os.Getpid())
+	// This process's peak is its whole life's, earlier cases' fleets included: its
+	// resident set now is this fleet's.
+	res.agentsRSS, err = soak.ReadRSS(os.Getpid())
+	require.NoError(t, err)
 	return res
 }
 
@@ -198,7 +204,7 @@ func (res fanOutResult) report(b *testing.B, fc fanOutCase) {
 		rows = append(rows, []string{"Thorax " + c.name, fmt.Sprintf("%.0f calls, mean %.1f ms", c.calls, c.mean()), ""})
 	}
 	rows = append(rows,
-		[]string{"peak RSS Mandible / Thorax / test process (agents)",
+		[]string{"peak RSS Mandible / Thorax; RSS of the test process (agents)",
 			fmt.Sprintf("%.0f / %.0f / %.0f MiB", mib(res.mandibleRSS), mib(res.thoraxRSS), mib(res.agentsRSS)), ""},
 		[]string{"CPU create -> last result: Mandible", share(res.cpu.mandible), ""},
 		[]string{"  Thorax", share(res.cpu.thorax), ""},
