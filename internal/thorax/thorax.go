@@ -122,7 +122,7 @@ type Thorax struct {
 	// instance drains: from then on its listen targets have moved.
 	drainHeard     chan struct{}
 	drainHeardOnce sync.Once
-	dead            chan string   // capacity 1: Mandible declared this instance id dead
+	dead           chan string // capacity 1: Mandible declared this instance id dead
 
 	// Timing, fixed in production; tests shorten it.
 	resultGrace     time.Duration
