@@ -101,21 +101,7 @@ func TestWebhookDeliveredAfterReceiverIsBack(t *testing.T) {
 			uuid.MustParse(hook["id"].(string))) == 1
 	}, time.Minute, 100*time.Millisecond, "the first attempt never failed")
 
-	got := make(chan mantisapi.WebhookPayload, 4)
-	ln, err = net.Listen("tcp", addr)
-	require.NoError(t, err)
-	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		raw, _ := io.ReadAll(req.Body)
-		if err := webhook.Verify(secret, req.Header.Get(mantisapi.WebhookSignatureHeader), raw, time.Now(), time.Minute); err != nil {
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		var p mantisapi.WebhookPayload
-		_ = json.Unmarshal(raw, &p)
-		got <- p
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	got := serveSignedWebhooks(t, addr, secret)
 	select {
 	case p := <-got:
 		require.Equal(t, "deployment.succeeded", p.Type)
@@ -158,4 +144,26 @@ func TestPlanMatchesRun(t *testing.T) {
 		require.ElementsMatch(t, planned, ran, "step %d", i)
 		require.Equal(t, f.targets, planned, "batches list targets in name order")
 	}
+}
+
+// serveSignedWebhooks serves webhook deliveries on addr until the test ends and sends
+// on the channel each one whose signature checks out with secret; others get 401.
+func serveSignedWebhooks(t *testing.T, addr, secret string) <-chan mantisapi.WebhookPayload {
+	t.Helper()
+	got := make(chan mantisapi.WebhookPayload, 4)
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		raw, _ := io.ReadAll(req.Body)
+		if err := webhook.Verify(secret, req.Header.Get(mantisapi.WebhookSignatureHeader), raw, time.Now(), time.Minute); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var p mantisapi.WebhookPayload
+		_ = json.Unmarshal(raw, &p)
+		got <- p
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return got
 }

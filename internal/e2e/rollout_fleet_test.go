@@ -1,9 +1,7 @@
 package e2e_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -14,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	mantisapi "github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/webhook"
 )
 
 // deployAll creates a one-step deployment on every target of the fleet whose command
@@ -97,21 +94,7 @@ func (f *rolloutFleet) webhookArrivesOnceTheReceiverIsBack(t *testing.T) {
 		return n == 1
 	}, time.Minute, 100*time.Millisecond, "the first attempt never failed")
 
-	got := make(chan mantisapi.WebhookPayload, 4)
-	ln, err = net.Listen("tcp", addr)
-	require.NoError(t, err)
-	srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		raw, _ := io.ReadAll(req.Body)
-		if err := webhook.Verify(secret, req.Header.Get(mantisapi.WebhookSignatureHeader), raw, time.Now(), time.Minute); err != nil {
-			http.Error(w, err.Error(), http.StatusUnauthorized)
-			return
-		}
-		var p mantisapi.WebhookPayload
-		_ = json.Unmarshal(raw, &p)
-		got <- p
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	got := serveSignedWebhooks(t, addr, secret)
 	select {
 	case p := <-got:
 		require.Equal(t, "deployment.succeeded", p.Type)

@@ -317,32 +317,8 @@ func (r *brokerRig) thoraxConfig() config.Thorax {
 // what the test wants it to).
 func (r *brokerRig) startThorax(t *testing.T, cfg config.Thorax) *inProcessThorax {
 	t.Helper()
-	require.NoError(t, cfg.Validate())
-	logs := newRecordingLogs(t)
-	th, err := thorax.New(cfg, slog.New(logs))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- th.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(brokerWait):
-			t.Error("thorax did not stop")
-		}
-	})
-	select {
-	case <-th.Ready():
-	case err := <-done:
-		t.Fatalf("thorax stopped before it was ready: %v", err)
-	case <-time.After(brokerWait):
-		t.Fatal("thorax did not become ready")
-	}
-	require.Eventually(t, func() bool { return len(r.proxy.pollFetches(th.InstanceID())) > 0 }, brokerWait, 10*time.Millisecond,
-		"thorax never made its first polling fetch")
-	return &inProcessThorax{Thorax: th, logs: logs}
+	th, _ := r.startDrainableThorax(t, cfg)
+	return th
 }
 
 // recordingMandible is a MandibleService in front of a real Mandible: it forwards
