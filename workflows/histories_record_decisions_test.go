@@ -3,7 +3,6 @@ package workflows_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -22,7 +20,6 @@ import (
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/spec"
-	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -213,22 +210,7 @@ func decisionScenarios() []scenario {
 //
 //	MANTIS_RECORD_HISTORIES=v2 go test ./workflows -run TestRecordDecisionHistories -count=1
 func TestRecordDecisionHistories(t *testing.T) {
-	set := os.Getenv(recordHistoriesEnv)
-	if set == "" {
-		t.Skipf("set %s=<set name> to record workflow histories", recordHistoriesEnv)
-	}
-	dir := filepath.Join(historiesDir, set)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	srv := testenv.TemporalServer(t)
-	c, err := client.Dial(client.Options{
-		HostPort: srv.Address, Namespace: srv.Namespace,
-		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	registerSearchAttributes(ctx, t, c, srv.Namespace)
+	c, dir, srv := startRecording(t)
 	for _, sc := range decisionScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

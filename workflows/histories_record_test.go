@@ -64,23 +64,7 @@ type scenario struct {
 // TestRecordHistories records the histories TestReplayHistories replays. It does
 // nothing unless MANTIS_RECORD_HISTORIES names the set to write.
 func TestRecordHistories(t *testing.T) {
-	set := os.Getenv(recordHistoriesEnv)
-	if set == "" {
-		t.Skipf("set %s=<set name> to record workflow histories", recordHistoriesEnv)
-	}
-	dir := filepath.Join(historiesDir, set)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-
-	srv := testenv.TemporalServer(t)
-	c, err := client.Dial(client.Options{
-		HostPort: srv.Address, Namespace: srv.Namespace,
-		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	registerSearchAttributes(ctx, t, c, srv.Namespace)
+	c, dir, srv := startRecording(t)
 
 	for _, sc := range append(deploymentScenarios(), dispatcherScenarios()...) {
 		t.Run(sc.name, func(t *testing.T) {
@@ -219,4 +203,28 @@ func registerSearchAttributes(ctx context.Context, t *testing.T, c client.Client
 	if err != nil && !errors.As(err, &exists) {
 		require.NoError(t, err)
 	}
+}
+
+// startRecording skips the test unless MANTIS_RECORD_HISTORIES names a set, and
+// otherwise returns a client of the test Temporal server with Mantis's search
+// attributes registered, the set's directory (created) and the server.
+func startRecording(t *testing.T) (client.Client, string, testenv.Temporal) {
+	t.Helper()
+	set := os.Getenv(recordHistoriesEnv)
+	if set == "" {
+		t.Skipf("set %s=<set name> to record workflow histories", recordHistoriesEnv)
+	}
+	dir := filepath.Join(historiesDir, set)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	srv := testenv.TemporalServer(t)
+	c, err := client.Dial(client.Options{
+		HostPort: srv.Address, Namespace: srv.Namespace,
+		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	registerSearchAttributes(ctx, t, c, srv.Namespace)
+	return c, dir, srv
 }

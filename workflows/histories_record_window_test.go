@@ -3,7 +3,6 @@ package workflows_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,13 +14,11 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/spec"
-	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -121,22 +118,7 @@ const recordOnlyEnv = "MANTIS_RECORD_ONLY"
 //
 //	MANTIS_RECORD_HISTORIES=v5 MANTIS_RECORD_ONLY=deployment_rollout go test ./workflows -run TestRecordWindowHistories -count=1
 func TestRecordWindowHistories(t *testing.T) {
-	set := os.Getenv(recordHistoriesEnv)
-	if set == "" {
-		t.Skipf("set %s=<set name> to record workflow histories", recordHistoriesEnv)
-	}
-	dir := filepath.Join(historiesDir, set)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	srv := testenv.TemporalServer(t)
-	c, err := client.Dial(client.Options{
-		HostPort: srv.Address, Namespace: srv.Namespace,
-		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	registerSearchAttributes(ctx, t, c, srv.Namespace)
+	c, dir, srv := startRecording(t)
 	only := os.Getenv(recordOnlyEnv)
 	for _, sc := range append(windowScenarios(), rolloutScenarios()...) {
 		if !strings.HasPrefix(sc.name, only) {
