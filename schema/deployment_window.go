@@ -113,7 +113,7 @@ func AdvanceStepStarting(ctx context.Context, db TxBeginner, id uuid.UUID, posit
 		if p, err = stepCounts(ctx, tx, id, position); err != nil {
 			return err
 		}
-		p.Total = w.total(p.Total)
+		p.Total = w.Total(p.Total)
 		if st.status == StepPending {
 			if err := StartStep(ctx, tx, id, position, p.Total); err != nil {
 				return err
@@ -134,8 +134,8 @@ func AdvanceStepStarting(ctx context.Context, db TxBeginner, id uuid.UUID, posit
 	return p, started && err == nil, err
 }
 
-// total is how many targets a step has within w, of the deployment's n.
-func (w StepWindow) total(n int) int {
+// Total is how many targets a step has within w, of the deployment's n.
+func (w StepWindow) Total(n int) int {
 	switch {
 	case w.Only != "":
 		return 1

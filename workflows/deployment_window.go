@@ -137,17 +137,6 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 	return advanceStep(ctx, p, p.Step, step.Name, schema.StepWindow{}, budget, d)
 }
 
-// windowTargets is how many targets a step has within w, of the deployment's n.
-func windowTargets(w schema.StepWindow, n int) int {
-	switch {
-	case w.Only != "":
-		return 1
-	case w.Scope > 0:
-		return min(w.Scope, n)
-	}
-	return n
-}
-
 // advanceStep calls AdvanceStep for the step at pos, within w, until the step ends or,
 // with a batch end, the batch ends, and returns its summary. It returns
 // errContinueAsNew, with the step still running on the database side, when the run's
@@ -155,7 +144,7 @@ func windowTargets(w schema.StepWindow, n int) int {
 // stopAtRoom it returns as soon as the failures pass the room.
 func advanceStep(ctx workflow.Context, p *DeploymentProgress, pos int, name string, w schema.StepWindow, budget *runBudget, d *deciding) (StepResult, error) {
 	var a *activities.Activities
-	total := windowTargets(w, p.Targets)
+	total := w.Total(p.Targets)
 	sr := StepResult{Name: name, Skipped: total}
 	in := activities.AdvanceStepInput{StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: pos}, MaxWait: advanceMaxWait, Window: w}
 	summary := fmt.Sprintf("run step %d %s on %d targets", pos, name, total)

@@ -29,13 +29,7 @@ func newRolloutStandIn(targets int, failing map[int]map[int]bool) *rolloutStandI
 // AdvanceStep stands in for activities.Activities.AdvanceStep.
 func (r *rolloutStandIn) AdvanceStep(_ context.Context, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
 	w := in.Window
-	total := r.targets
-	switch {
-	case w.Only != "":
-		total = 1
-	case w.Scope > 0:
-		total = min(w.Scope, total)
-	}
+	total := w.Total(r.targets)
 	end := total
 	if w.BatchEnd > 0 {
 		end = min(w.BatchEnd, total)
