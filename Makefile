@@ -55,11 +55,12 @@ console-tools: ## Install chromium when missing and fetch axe-core into .mantis/
 # The end-to-end job on the production temporal-server v1.29.1 (PostgreSQL persistence,
 # SQL visibility) instead of the dev server: first starts on fresh namespaces, the
 # namespace and search-attribute checks, both agent modes, a CLI-started deployment,
-# a search-attribute query; then the fault suite's Temporal kill -9 scenario on a
+# a search-attribute query, Temporal's authorizer refusing wrong tokens (on a temporal-server
+# of its own with JWT authorization); then the fault suite's Temporal kill -9 scenario on a
 # temporal-server of its own. The first run installs the server (about 10 minutes).
 # MANTIS_REQUIRE_TEMPORAL_SERVER=1 fails the tests if the stack's Temporal is not a
 # temporal-server, and TestTemporalServerKindAndPersistence checks its store is postgres12.
-TEMPORAL_SERVER_TESTS ?= TestTemporalServerKindAndPersistence|TestMandibleFirstStartOnFreshNamespaces|TestDeploymentIsFoundBySearchAttributes|TestDeploymentOnRealAgentsSucceedsAndEveryViewAgrees|TestCLIDeployWatchGetListAndRun|TestTemporalCLIStartsADeployment|TestPrepareNamespace|TestSearchAttributesFitSQLVisibility
+TEMPORAL_SERVER_TESTS ?= TestTemporalServerKindAndPersistence|TestTemporalAuthorizerRefusesWrongIdentities|TestMandibleFirstStartOnFreshNamespaces|TestDeploymentIsFoundBySearchAttributes|TestDeploymentOnRealAgentsSucceedsAndEveryViewAgrees|TestCLIDeployWatchGetListAndRun|TestTemporalCLIStartsADeployment|TestPrepareNamespace|TestSearchAttributesFitSQLVisibility
 test-temporal-server: build ## Run the end-to-end job and the Temporal kill -9 scenario against temporal-server.
 	MANTIS_REQUIRE_TEMPORAL_SERVER=1 $(BIN)/mantisctl dev exec --temporal-server --dir $(STACK_DIR)/test-server -- \
 		$(GO) test $(GOTEST_FLAGS) -p 1 -run '$(TEMPORAL_SERVER_TESTS)' ./internal/e2e/ ./workers/

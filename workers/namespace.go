@@ -149,10 +149,20 @@ func registerSearchAttributes(ctx context.Context, s NamespaceSetup, missing []t
 	_, err := s.Client.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace: s.Namespace, SearchAttributes: add,
 	})
-	var exists *serviceerror.AlreadyExists
+	var (
+		exists *serviceerror.AlreadyExists
+		denied *serviceerror.PermissionDenied
+	)
 	switch {
 	case errors.As(err, &exists):
 		return nil // another replica added them first
+	case errors.As(err, &denied):
+		return fmt.Errorf("registering search attributes %s in namespace %q: Temporal refused Mandible's identity "+
+			"(permission denied: %w); adding search attributes needs the admin role on the namespace. "+
+			"Give Mandible's key or certificate that role, or have an admin add them and set "+
+			"temporal.search_attributes = %q:\n%s",
+			strings.Join(names(missing), ", "), s.Namespace, err, config.SearchAttributesCheck,
+			missingAttributesMessage(s.Namespace, missing))
 	case err != nil:
 		return fmt.Errorf("registering search attributes %s in namespace %q: %w\n%s",
 			strings.Join(names(missing), ", "), s.Namespace, err, missingAttributesMessage(s.Namespace, missing))

@@ -58,6 +58,10 @@ type Options struct {
 	// SQL visibility in the stack's PostgreSQL, plus the Web UI server) instead of
 	// the dev server. It needs Postgres.
 	TemporalServer bool
+	// TemporalAuthorization turns on temporal-server's JWT claim mapper and default
+	// authorizer, with the stack as the token issuer (TemporalToken). Every call
+	// then needs a token; the stack's Web UI server is not started.
+	TemporalAuthorization bool
 	// UICodecEndpoint, when set, is the remote codec the Temporal Web UI decodes
 	// payloads with (Mandible's /codec).
 	UICodecEndpoint string
@@ -84,6 +88,8 @@ type Stack struct {
 	// temporalServerPorts are the production Temporal server's internal ports,
 	// chosen at its first start.
 	temporalServerPorts *temporalServerPorts
+	// issuer signs Temporal tokens and serves their key (TemporalAuthorization).
+	issuer *temporalIssuer
 }
 
 // Start brings up the selected servers, in parallel, and returns once all are ready.
@@ -97,6 +103,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	opts.Dir = dir
+	if opts.TemporalAuthorization && !opts.TemporalServer {
+		return nil, errors.New("Temporal authorization needs the production Temporal server: enable TemporalServer too")
+	}
 	if opts.TemporalServer && opts.Temporal && !opts.Postgres {
 		return nil, errors.New("the production Temporal server keeps its data in the stack's PostgreSQL: enable Postgres too")
 	}
@@ -286,6 +295,9 @@ func (s *Stack) Stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.stopEPMD(ctx)
+	if s.issuer != nil {
+		s.issuer.close()
+	}
 	return errors.Join(append(errs, serverErrs...)...)
 }
 

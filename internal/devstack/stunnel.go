@@ -51,7 +51,9 @@ type TLSTerminatorOptions struct {
 	Dir string
 	// Backend is the plain host:port it forwards to.
 	Backend string
-	// CertPath and KeyPath are its server pair; CACertPath signs the client pairs it accepts.
+	// CertPath and KeyPath are its server pair; CACertPath signs the client pairs it
+	// accepts. Without CACertPath, clients present no certificate (the backend
+	// authenticates them, by a bearer token say).
 	CertPath, KeyPath, CACertPath string
 }
 
@@ -77,11 +79,11 @@ accept = %s
 connect = %s
 cert = %s
 key = %s
-CAfile = %s
-verifyChain = yes
-requireCert = yes
 sslVersionMin = TLSv1.2
-`, filepath.Join(opts.Dir, "stunnel.log"), addr, opts.Backend, opts.CertPath, opts.KeyPath, opts.CACertPath)
+`, filepath.Join(opts.Dir, "stunnel.log"), addr, opts.Backend, opts.CertPath, opts.KeyPath)
+	if opts.CACertPath != "" {
+		conf += fmt.Sprintf("CAfile = %s\nverifyChain = yes\nrequireCert = yes\n", opts.CACertPath)
+	}
 	path := filepath.Join(opts.Dir, "stunnel.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("writing stunnel configuration: %w", err)

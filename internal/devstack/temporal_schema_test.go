@@ -43,7 +43,7 @@ func TestTemporalServerSchemasAreSetUpAtTheirVersion(t *testing.T) {
 		_ = stack.Stop(stopCtx)
 	})
 	require.Equal(t, "server", stack.Env["MANTIS_TEMPORAL_KIND"])
-	require.NoError(t, ensureNamespace(ctx, stack.Env["TEMPORAL_ADDRESS"], "default"), "the default namespace is served")
+	require.NoError(t, ensureNamespace(ctx, stack.Env["TEMPORAL_ADDRESS"], "default", ""), "the default namespace is served")
 
 	adminURL := stack.Env["MANTIS_POSTGRES_ADMIN_URL"]
 	for _, schema := range temporalSchemas {

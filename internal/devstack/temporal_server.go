@@ -108,6 +108,12 @@ func TemporalServerTools(ctx context.Context, logger *slog.Logger) error {
 	return nil
 }
 
+// TemporalServerInstalled reports whether temporal-server and temporal-sql-tool are
+// in place.
+func TemporalServerInstalled() bool {
+	return temporalServerTool.installed() && temporalSQLTool.installed()
+}
+
 // TemporalServerBinary is the path of the installed temporal-server.
 func TemporalServerBinary() string { return temporalServerTool.path() }
 
@@ -118,6 +124,9 @@ type temporalServerPorts struct {
 	History, Matching, Worker                                 int
 	FrontendMembership, HistoryMembership, MatchingMembership int
 	WorkerMembership                                          int
+	// InternalFrontend serves the server's own worker service when authorization
+	// is on (it maps no claims, so the system workflows are not refused).
+	InternalFrontend, InternalFrontendMembership int
 }
 
 // pickTemporalServerPorts chooses the internal ports once per stack, so that a
@@ -130,7 +139,8 @@ func (s *Stack) pickTemporalServerPorts() (temporalServerPorts, error) {
 	}
 	var p temporalServerPorts
 	for _, v := range []*int{&p.History, &p.Matching, &p.Worker,
-		&p.FrontendMembership, &p.HistoryMembership, &p.MatchingMembership, &p.WorkerMembership} {
+		&p.FrontendMembership, &p.HistoryMembership, &p.MatchingMembership, &p.WorkerMembership,
+		&p.InternalFrontend, &p.InternalFrontendMembership} {
 		port, err := FreePort(true)
 		if err != nil {
 			return p, err
@@ -161,13 +171,17 @@ func (s *Stack) startTemporalServer(ctx context.Context, dir string, ports tempo
 	if err != nil {
 		return err
 	}
+	auth, err := s.temporalServerAuth()
+	if err != nil {
+		return err
+	}
 	configDir := filepath.Join(dir, "config")
-	if err := s.writeTemporalServerConfig(configDir, ports, internal, password); err != nil {
+	if err := s.writeTemporalServerConfig(configDir, ports, internal, password, auth.jwksURL); err != nil {
 		return err
 	}
 	p, err := startProcess(s.logger, processSpec{
 		Name: "temporal", Path: temporalServerTool.path(), Dir: dir,
-		Args:    []string{"--root", dir, "--config", "config", "--env", "mantis", "--allow-no-auth", "start"},
+		Args:    append([]string{"--root", dir, "--config", "config", "--env", "mantis"}, auth.startArgs...),
 		LogPath: filepath.Join(s.opts.Dir, "logs", "temporal.log"),
 	})
 	if err != nil {
@@ -177,7 +191,7 @@ func (s *Stack) startTemporalServer(ctx context.Context, dir string, ports tempo
 	launched := time.Now()
 	addr := fmt.Sprintf("127.0.0.1:%d", ports.Frontend)
 	if err := waitFor(ctx, p, 120*time.Second, func(ctx context.Context) error {
-		return ensureNamespace(ctx, addr, "default")
+		return ensureNamespace(ctx, addr, "default", auth.token)
 	}); err != nil {
 		return fmt.Errorf("temporal-server did not become ready (see %s): %w", s.LogPath("temporal"), err)
 	}
@@ -188,6 +202,8 @@ func (s *Stack) startTemporalServer(ctx context.Context, dir string, ports tempo
 	s.Env["MANTIS_TEMPORAL_KIND"] = "server"
 	s.Env["MANTIS_TEMPORAL_POSTGRES_DATABASES"] = temporalDatabase + "," + temporalVisibilityDatabase
 	switch {
+	case s.opts.TemporalAuthorization:
+		s.logger.Info("no Temporal Web UI server: the server refuses calls without a token")
 	case s.running("temporal-ui") != nil:
 		// A restarted server keeps the UI that already runs in front of it.
 	case temporalUITool.installed():
@@ -201,7 +217,35 @@ func (s *Stack) startTemporalServer(ctx context.Context, dir string, ports tempo
 	return nil
 }
 
-func (s *Stack) writeTemporalServerConfig(configDir string, ports temporalPorts, internal temporalServerPorts, password string) error {
+// temporalServerLaunch is how temporal-server starts: with authorization, its JWKS
+// address, the services to run (the internal frontend too) and the stack's own token.
+type temporalServerLaunch struct {
+	jwksURL   string
+	startArgs []string
+	token     string
+}
+
+// temporalServerAuth returns the launch settings for the stack's authorization option.
+func (s *Stack) temporalServerAuth() (temporalServerLaunch, error) {
+	if !s.opts.TemporalAuthorization {
+		return temporalServerLaunch{startArgs: []string{"--allow-no-auth", "start"}}, nil
+	}
+	iss, err := s.temporalIssuer()
+	if err != nil {
+		return temporalServerLaunch{}, err
+	}
+	token, err := iss.token("mantis-dev-stack", time.Hour, []string{TemporalAdminPermission})
+	if err != nil {
+		return temporalServerLaunch{}, err
+	}
+	args := []string{"start"}
+	for _, svc := range []string{"frontend", "internal-frontend", "history", "matching", "worker"} {
+		args = append(args, "--service", svc)
+	}
+	return temporalServerLaunch{jwksURL: iss.URL, startArgs: args, token: token}, nil
+}
+
+func (s *Stack) writeTemporalServerConfig(configDir string, ports temporalPorts, internal temporalServerPorts, password, jwksURL string) error {
 	if err := os.MkdirAll(configDir, 0o700); err != nil {
 		return err
 	}
@@ -216,7 +260,8 @@ func (s *Stack) writeTemporalServerConfig(configDir string, ports temporalPorts,
 		"HistoryPort": internal.History, "MatchingPort": internal.Matching, "WorkerPort": internal.Worker,
 		"FrontendMembershipPort": internal.FrontendMembership, "HistoryMembershipPort": internal.HistoryMembership,
 		"MatchingMembershipPort": internal.MatchingMembership, "WorkerMembershipPort": internal.WorkerMembership,
-		"DynamicConfig": dynamic,
+		"DynamicConfig": dynamic, "JWKSURL": jwksURL,
+		"InternalFrontendPort": internal.InternalFrontend, "InternalFrontendMembershipPort": internal.InternalFrontendMembership,
 	}
 	return renderFile(filepath.Join(configDir, "mantis.yaml"), temporalServerConfig, values)
 }
@@ -269,10 +314,16 @@ func (s *Stack) startTemporalUI(ctx context.Context, dir string, ports temporalP
 }
 
 // ensureNamespace registers namespace on the server at addr when it does not exist,
-// and succeeds once the server describes it.
-func ensureNamespace(ctx context.Context, addr, namespace string) error {
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: namespace,
-		Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+// and succeeds once the server describes it. A token, when given, is sent as a
+// bearer credential (over plain loopback gRPC).
+func ensureNamespace(ctx context.Context, addr, namespace, token string) error {
+	opts := client.Options{HostPort: addr, Namespace: namespace,
+		Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))}
+	if token != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(token)
+		opts.ConnectionOptions.TLSDisabled = true
+	}
+	c, err := client.Dial(opts)
 	if err != nil {
 		return err
 	}
