@@ -79,6 +79,7 @@ var roleUsages = map[identity.Role][]x509.ExtKeyUsage{
 	identity.RoleAgent:    serverAndClient,
 	identity.RoleClient:   clientOnly,
 	identity.RoleRabbitMQ: serverOnly,
+	identity.RolePostgres: serverOnly,
 }
 
 // PairNames returns the names Pair accepts, in a fixed order.

@@ -35,9 +35,16 @@ func initCluster(ctx context.Context, bin, dir, data, password string) error {
 	return nil
 }
 
-// postgresURL is a loopback URL for role with password (none when empty).
+// postgresURL is a loopback URL for role with password (none when empty), in
+// plain text.
 func postgresURL(role, password string, port int, database string) string {
-	u := url.URL{Scheme: "postgres", Host: fmt.Sprintf("127.0.0.1:%d", port), Path: "/" + database, RawQuery: "sslmode=disable"}
+	return postgresURLWith(role, password, port, database, url.Values{"sslmode": {"disable"}})
+}
+
+// postgresURLWith is postgresURL with the connection parameters query (sslmode and
+// sslrootcert, say).
+func postgresURLWith(role, password string, port int, database string, query url.Values) string {
+	u := url.URL{Scheme: "postgres", Host: fmt.Sprintf("127.0.0.1:%d", port), Path: "/" + database, RawQuery: query.Encode()}
 	if password == "" {
 		u.User = url.User(role)
 	} else {

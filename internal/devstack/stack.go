@@ -52,8 +52,12 @@ type Options struct {
 	// Ephemeral trades durability for speed (test clusters).
 	Ephemeral bool
 	Postgres  bool
-	RabbitMQ  bool
-	Temporal  bool
+	// PostgresRequireTLS makes PostgreSQL refuse connections without TLS, and the
+	// stack's database URLs ask for TLS with the server's certificate checked
+	// (sslmode=verify-full against the stack's CA). PostgreSQL serves TLS either way.
+	PostgresRequireTLS bool
+	RabbitMQ           bool
+	Temporal           bool
 	// TemporalServer runs the production temporal-server (PostgreSQL persistence and
 	// SQL visibility in the stack's PostgreSQL, plus the Web UI server) instead of
 	// the dev server. It needs Postgres.
@@ -105,6 +109,10 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	opts.Dir = dir
 	if opts.TemporalAuthorization && !opts.TemporalServer {
 		return nil, errors.New("Temporal authorization needs the production Temporal server: enable TemporalServer too")
+	}
+	if opts.PostgresRequireTLS && opts.TemporalServer {
+		return nil, errors.New("the production Temporal server's database connections are plain text in this stack: " +
+			"PostgresRequireTLS cannot be combined with TemporalServer")
 	}
 	if opts.TemporalServer && opts.Temporal && !opts.Postgres {
 		return nil, errors.New("the production Temporal server keeps its data in the stack's PostgreSQL: enable Postgres too")

@@ -34,10 +34,12 @@ const (
 	RoleClient Role = "client"
 	// RoleRabbitMQ is the broker as a server.
 	RoleRabbitMQ Role = "rabbitmq"
+	// RolePostgres is the database as a server.
+	RolePostgres Role = "postgres"
 )
 
 // Roles lists every role, in a fixed order.
-var Roles = []Role{RoleMandible, RoleThorax, RoleAgent, RoleClient, RoleRabbitMQ}
+var Roles = []Role{RoleMandible, RoleThorax, RoleAgent, RoleClient, RoleRabbitMQ, RolePostgres}
 
 // Scheme and TrustDomain are the fixed parts of a Mantis identity URI.
 const (
