@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,8 @@ func requirePermissionDenied(t *testing.T, err error, what string) {
 // namespace, and a read-only one asked to write. The right token is let in. And the
 // mandible binary, reaching that server through a TLS terminator with its
 // temporal.api_key, exits naming the refusal with a read-only key, and runs a
-// deployment end to end with its namespace's admin key.
+// deployment end to end with its namespace's admin key, and, the search attributes
+// added, with a key of the write role only.
 func TestTemporalAuthorizerRefusesWrongIdentities(t *testing.T) {
 	stack := startAuthorizingTemporal(t)
 	addr := stack.Env["TEMPORAL_ADDRESS"]
@@ -167,6 +169,15 @@ func TestTemporalAuthorizerRefusesWrongIdentities(t *testing.T) {
 	code, created := api(t, r, http.MethodPost, "/api/v1/deployments", spec)
 	require.Equal(t, http.StatusAccepted, code, created)
 	waitDeployment(t, r, created["id"].(string), "succeeded")
+
+	// Once the attributes exist, the write role is enough: a second replica with it
+	// runs the next deployment.
+	r.stop(t)
+	w := startReplica(t, replicaOptions{ID: uniqueName("writer"), DatabaseURL: f.url, Temporal: behind,
+		PollInterval: "1s", Env: replicaEnv(token(time.Hour, "default:write"))})
+	code, created = api(t, w, http.MethodPost, "/api/v1/deployments", strings.Replace(spec, `"authorized"`, `"written"`, 1))
+	require.Equal(t, http.StatusAccepted, code, created)
+	waitDeployment(t, w, created["id"].(string), "succeeded")
 
 	log, err := os.ReadFile(filepath.Join(stack.Dir(), "logs", "temporal.log"))
 	require.NoError(t, err)
