@@ -1,6 +1,7 @@
-// Package backoff is the jittered exponential backoff every Mantis process uses
-// between retries, so that processes that lost a dependency together do not come back
-// in step.
+// Package backoff holds the waits of Mantis processes: the jittered exponential
+// backoff every process uses between retries, so that processes that lost a dependency
+// together do not come back in step; Sleep, a wait that ends with its context; and
+// Tick, a periodic call.
 package backoff
 
 import (
@@ -41,5 +42,19 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// Tick calls f at once and then every interval until ctx ends.
+func Tick(ctx context.Context, every time.Duration, f func(context.Context)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		f(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }

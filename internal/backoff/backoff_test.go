@@ -30,3 +30,32 @@ func TestSleepStopsWithItsContext(t *testing.T) {
 	require.False(t, backoff.Sleep(ctx, time.Hour))
 	require.True(t, backoff.Sleep(context.Background(), time.Millisecond))
 }
+
+// Tick calls at once, then on every interval, and returns once its context ends.
+func TestTickCallsAtOnceThenEveryIntervalUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := make(chan struct{}, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		backoff.Tick(ctx, time.Millisecond, func(context.Context) {
+			select {
+			case calls <- struct{}{}:
+			default: // the test reads only three
+			}
+		})
+	}()
+	for range 3 {
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Tick did not call again")
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Tick did not return once its context ended")
+	}
+}

@@ -152,13 +152,7 @@ func DefaultAgent() Agent {
 // file at path (none when path is ""), then the MANTIS_ variables env
 // defines (nil for none), validated.
 func LoadAgent(path string, env func(string) (string, bool)) (Agent, error) {
-	cfg := DefaultAgent()
-	_, errs, err := load(&cfg, path, env)
-	if err != nil {
-		return Agent{}, err
-	}
-	errs = append(errs, readSecretFiles(&cfg)...)
-	return finish(cfg, errs)
+	return loadAndFinish(DefaultAgent(), path, env)
 }
 
 // Validate reports every problem of the configuration at once. Only the

@@ -26,6 +26,19 @@ func load(cfg any, path string, env func(string) (string, bool)) (fileSets func(
 	return fileSets, errs, nil
 }
 
+// loadAndFinish is the whole load of a process without loader rules of its own: the
+// defaults in cfg, then the file at path, the environment and the secret files,
+// validated.
+func loadAndFinish[T interface{ Validate() error }](cfg T, path string, env func(string) (string, bool)) (T, error) {
+	_, errs, err := load(&cfg, path, env)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	errs = append(errs, readSecretFiles(&cfg)...)
+	return finish(cfg, errs)
+}
+
 // finish validates cfg and returns it, or the zero configuration and every
 // problem found, the loading problems first.
 func finish[T interface{ Validate() error }](cfg T, errs Errors) (T, error) {

@@ -95,13 +95,7 @@ func DefaultThorax() Thorax {
 // file at path (none when path is ""), then the MANTIS_ variables env
 // defines (nil for none), validated.
 func LoadThorax(path string, env func(string) (string, bool)) (Thorax, error) {
-	cfg := DefaultThorax()
-	_, errs, err := load(&cfg, path, env)
-	if err != nil {
-		return Thorax{}, err
-	}
-	errs = append(errs, readSecretFiles(&cfg)...)
-	return finish(cfg, errs)
+	return loadAndFinish(DefaultThorax(), path, env)
 }
 
 // Validate reports every problem of the configuration at once.

@@ -45,17 +45,48 @@ func Install(ctx context.Context, logger *slog.Logger, opts Options) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("missing packages %s: install them (apt-get install -y %s) or run as root", strings.Join(pkgs, ", "), strings.Join(pkgs, " "))
 	}
+	if err := aptInstall(ctx, logger, pkgs...); err != nil {
+		return err
+	}
+	// The Debian package may start a broker service of its own on the default ports;
+	// the stack runs its own node.
+	_ = exec.CommandContext(ctx, "service", "rabbitmq-server", "stop").Run()
+	return nil
+}
+
+// aptInstall installs Debian packages with apt-get (as root), without the packages
+// they only recommend, its output on stderr.
+func aptInstall(ctx context.Context, logger *slog.Logger, pkgs ...string) error {
 	logger.Info("installing packages", "packages", pkgs)
 	for _, args := range [][]string{{"update", "-q"}, append([]string{"install", "-y", "-q", "--no-install-recommends"}, pkgs...)} {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w", args[0], err)
+			return fmt.Errorf("apt-get %s %s: %w (its output is above)", args[0], strings.Join(pkgs, " "), err)
 		}
 	}
-	// The Debian package may start a broker service of its own on the default ports;
-	// the stack runs its own node.
-	_ = exec.CommandContext(ctx, "service", "rabbitmq-server", "stop").Run()
 	return nil
+}
+
+// findOrInstall returns the first of names found on PATH; when none is, and the
+// process runs as root, it installs pkg and looks for them again (installed then
+// says so).
+func findOrInstall(ctx context.Context, logger *slog.Logger, pkg string, names ...string) (path string, installed bool, err error) {
+	find := func() (string, error) {
+		for _, name := range names {
+			if p, err := exec.LookPath(name); err == nil {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("%s: %w (apt-get install -y %s)", names[0], errNotFound, pkg)
+	}
+	if path, err = find(); err == nil || os.Geteuid() != 0 {
+		return path, false, err
+	}
+	if err := aptInstall(ctx, logger, pkg); err != nil {
+		return "", false, err
+	}
+	path, err = find()
+	return path, err == nil, err
 }

@@ -30,25 +30,12 @@ const pgbouncerStartTimeout = 15 * time.Second
 // FindPgBouncer returns the pgbouncer binary, installing the Debian package with
 // apt-get when it is missing and the process runs as root.
 func FindPgBouncer(ctx context.Context, logger *slog.Logger) (string, error) {
-	for _, p := range []string{"pgbouncer", "/usr/sbin/pgbouncer"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path, nil
-		}
+	path, installed, err := findOrInstall(ctx, logger, pgbouncerPackage, "pgbouncer", "/usr/sbin/pgbouncer")
+	if installed {
+		// The package starts a pooler service of its own on port 6432; ours is separate.
+		_ = exec.CommandContext(ctx, "service", pgbouncerPackage, "stop").Run()
 	}
-	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("pgbouncer: %w (apt-get install -y %s)", errNotFound, pgbouncerPackage)
-	}
-	logger.Info("installing packages", "packages", []string{pgbouncerPackage})
-	for _, args := range [][]string{{"update", "-q"}, {"install", "-y", "-q", "--no-install-recommends", pgbouncerPackage}} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get %s: %w: %s", args[0], err, out)
-		}
-	}
-	// The package starts a pooler service of its own on port 6432; ours is separate.
-	_ = exec.CommandContext(ctx, "service", pgbouncerPackage, "stop").Run()
-	return exec.LookPath("/usr/sbin/pgbouncer")
+	return path, err
 }
 
 // PgBouncerOptions describe a PgBouncer in front of one database.

@@ -18,23 +18,8 @@ const stunnelPackage = "stunnel4"
 // FindStunnel returns the stunnel binary, installing the Debian package with apt-get
 // when it is missing and the process runs as root.
 func FindStunnel(ctx context.Context, logger *slog.Logger) (string, error) {
-	for _, name := range []string{"stunnel4", "stunnel"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-	}
-	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("stunnel: %w (apt-get install -y %s)", errNotFound, stunnelPackage)
-	}
-	logger.Info("installing packages", "packages", []string{stunnelPackage})
-	for _, args := range [][]string{{"update", "-q"}, {"install", "-y", "-q", "--no-install-recommends", stunnelPackage}} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("apt-get %s: %w: %s", args[0], err, out)
-		}
-	}
-	return exec.LookPath("stunnel4")
+	path, _, err := findOrInstall(ctx, logger, stunnelPackage, "stunnel4", "stunnel")
+	return path, err
 }
 
 // TLSTerminator is a running stunnel that accepts TLS on Address, requires a client

@@ -26,7 +26,6 @@ func (c *Cluster) newMandible(i int) *Mandible {
 	c.t.Helper()
 	m := &Mandible{ID: fmt.Sprintf("mandible-%d-%s", i, randomHex(3)), HTTPAddr: freeAddr(c.t), GRPCAddr: freeAddr(c.t)}
 	cert, key := c.Certs.Pair("mandible")
-	b := c.Broker
 	conf := fmt.Sprintf(`replica_id = %q
 [log]
 level = "info"
@@ -50,19 +49,8 @@ poll_interval = "2s"
 processing_timeout = %q
 [thorax]
 heartbeat_timeout = %q
-[queue]
-enabled = true
-host = %q
-port = %d
-username = %q
-password = %q
-vhost = %q
-ca_cert_path = %q
-client_cert_path = %q
-client_key_path = %q
 `, m.ID, c.DBURL, c.Servers.TemporalAddress(), c.queue, m.HTTPAddr, APIToken, m.GRPCAddr,
-		c.Certs.CACert(), cert, key, processingTimeout, HeartbeatTimeout.String(),
-		b.Host, b.Port, b.User, b.Password, b.VHost, b.CACert, b.ClientCert, b.Key)
+		c.Certs.CACert(), cert, key, processingTimeout, HeartbeatTimeout.String()) + c.queueSection()
 	m.Proc = c.proc(m.ID, "mandible", conf)
 	return m
 }
@@ -90,7 +78,6 @@ func (c *Cluster) newThorax(i int, mandibles []string) *Thorax {
 	name := fmt.Sprintf("thorax-%d-%s", i, randomHex(3))
 	th := &Thorax{AgentsAddr: freeAddr(c.t), Link: NewLink(name + "-mandible")}
 	cert, key := c.Certs.Pair("thorax")
-	b := c.Broker
 	conf := fmt.Sprintf(`name = %q
 [log]
 level = "info"
@@ -99,17 +86,6 @@ address = %q
 ca_cert_path = %q
 cert_path = %q
 key_path = %q
-[queue]
-enabled = true
-host = %q
-port = %d
-username = %q
-password = %q
-vhost = %q
-ca_cert_path = %q
-client_cert_path = %q
-client_key_path = %q
-prefetch_count = 10
 [polling]
 interval = "1s"
 fallback_interval = "1s"
@@ -123,10 +99,27 @@ key_path = %q
 [drain]
 timeout = "20s"
 `, name, th.Link.Proxy(c.t, mandibles...), c.Certs.CACert(), cert, key,
-		b.Host, b.Port, b.User, b.Password, b.VHost, b.CACert, b.ClientCert, b.Key,
 		th.AgentsAddr, c.Certs.CACert(), cert, key)
+	conf += c.queueSection() + "prefetch_count = 10\n"
 	th.Proc = c.proc(name, "thorax", conf+c.metricsSection(&th.MetricsAddr))
 	return th
+}
+
+// queueSection is the [queue] section of Mandible and Thorax: the cluster's broker
+// over TLS with the client pair.
+func (c *Cluster) queueSection() string {
+	b := c.Broker
+	return fmt.Sprintf(`[queue]
+enabled = true
+host = %q
+port = %d
+username = %q
+password = %q
+vhost = %q
+ca_cert_path = %q
+client_cert_path = %q
+client_key_path = %q
+`, b.Host, b.Port, b.User, b.Password, b.VHost, b.CACert, b.ClientCert, b.Key)
 }
 
 // agentExec is the agents' [exec] section: a short kill grace, so that a stopped

@@ -80,10 +80,7 @@ func (s *server) listDeployments(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.DeploymentList{Deployments: ds}
-	if resp.Deployments == nil {
-		resp.Deployments = []api.Deployment{}
-	}
+	resp := api.DeploymentList{Deployments: nonNil(ds)}
 	if len(ds) == pageSize(f.Limit, defaultDeploymentPage) {
 		resp.Next = "/api/v1/deployments?" + withBefore(q, ds[len(ds)-1].ID)
 	}

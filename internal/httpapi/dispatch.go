@@ -80,10 +80,7 @@ func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.DispatchRequestList{Requests: views}
-	if resp.Requests == nil {
-		resp.Requests = []api.DispatchRequest{}
-	}
+	resp := api.DispatchRequestList{Requests: nonNil(views)}
 	if len(views) == pageSize(f.Limit, defaultDispatchPage) {
 		resp.Next = "/api/v1/dispatch-requests?" + withBefore(q, views[len(views)-1].ID)
 	}

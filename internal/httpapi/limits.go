@@ -19,11 +19,7 @@ func (s *server) listLimits(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.LimitList{Limits: ls}
-	if resp.Limits == nil {
-		resp.Limits = []api.Limit{}
-	}
-	api.WriteJSON(w, http.StatusOK, resp)
+	api.WriteJSON(w, http.StatusOK, api.LimitList{Limits: nonNil(ls)})
 }
 
 func (s *server) getLimit(w http.ResponseWriter, r *http.Request) {

@@ -33,11 +33,7 @@ func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.TargetList{Targets: ts}
-	if resp.Targets == nil {
-		resp.Targets = []api.Target{}
-	}
-	api.WriteJSON(w, http.StatusOK, resp)
+	api.WriteJSON(w, http.StatusOK, api.TargetList{Targets: nonNil(ts)})
 }
 
 func (s *server) deregisterTarget(w http.ResponseWriter, r *http.Request) {

@@ -18,3 +18,12 @@ func enqueueAnswerOf(out []schema.EnqueuedRequest) api.EnqueueAnswer {
 	}
 	return a
 }
+
+// nonNil is items, or an empty list for none, so that a list answers [] and never
+// null.
+func nonNil[T any](items []T) []T {
+	if items == nil {
+		return []T{}
+	}
+	return items
+}

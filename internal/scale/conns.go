@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/mantis-deploy/mantis/internal/backoff"
 )
 
 // ConnClass is whose PostgreSQL sessions a count is.
@@ -61,16 +63,7 @@ func NewConnPeaks(conn *pgx.Conn, mandiblePrefix string) *ConnPeaks {
 
 // Run samples every interval until ctx ends.
 func (p *ConnPeaks) Run(ctx context.Context, every time.Duration) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		p.SampleOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	backoff.Tick(ctx, every, p.SampleOnce)
 }
 
 // SampleOnce counts the sessions once and raises the peaks.

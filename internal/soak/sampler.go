@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/backoff"
 )
 
 // scrapeTimeout bounds one /metrics request.
@@ -45,16 +47,7 @@ func NewSampler(procs []Process, db Querier, start time.Time) *Sampler {
 
 // Run samples every interval until ctx ends.
 func (s *Sampler) Run(ctx context.Context, every time.Duration) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		s.SampleOnce(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	backoff.Tick(ctx, every, s.SampleOnce)
 }
 
 // SampleOnce reads every process once. A figure that cannot be read is Unknown
