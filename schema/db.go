@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,6 +31,31 @@ type TxBeginner interface {
 
 // ErrNotFound is returned when a named row does not exist.
 var ErrNotFound = errors.New("not found")
+
+// touched maps the outcome of a statement meant to change one named row: its error
+// wrapped with what it was doing, ErrNotFound when it changed none.
+func touched(n int64, err error, doing string) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// convertRows converts rows one by one; the first that does not convert stops it.
+func convertRows[R, V any](rows []R, view func(R) (V, error)) ([]V, error) {
+	out := make([]V, 0, len(rows))
+	for _, r := range rows {
+		v, err := view(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
 
 // notFound turns pgx.ErrNoRows into ErrNotFound; the one place that does.
 func notFound(err error) error {

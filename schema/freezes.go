@@ -56,27 +56,13 @@ func ListFreezes(ctx context.Context, db DB, now time.Time) ([]api.Freeze, error
 	if err != nil {
 		return nil, fmt.Errorf("listing freezes: %w", err)
 	}
-	out := make([]api.Freeze, 0, len(rows))
-	for _, r := range rows {
-		f, err := freezeView(r, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, nil
+	return convertRows(rows, func(r dbsqlc.Freeze) (api.Freeze, error) { return freezeView(r, now) })
 }
 
 // DeleteFreeze removes the freeze named name; ErrNotFound when there is none.
 func DeleteFreeze(ctx context.Context, db DB, name string) error {
 	n, err := queries.DeleteFreeze(ctx, db, name)
-	if err != nil {
-		return fmt.Errorf("deleting freeze %s: %w", name, err)
-	}
-	if n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return touched(n, err, "deleting freeze "+name)
 }
 
 // BlockingFreezes returns the freezes active at now that match some of targets.

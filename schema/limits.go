@@ -154,11 +154,8 @@ func DeleteLimit(ctx context.Context, db TxBeginner, name string) error {
 	}
 	return inTx(ctx, db, func(tx pgx.Tx) error {
 		n, err := queries.DeleteLimit(ctx, tx, name)
-		if err != nil {
-			return fmt.Errorf("deleting limit %s: %w", name, err)
-		}
-		if n == 0 {
-			return ErrNotFound
+		if err := touched(n, err, "deleting limit "+name); err != nil {
+			return err
 		}
 		if err := queries.WakeDispatchers(ctx, tx); err != nil {
 			return fmt.Errorf("waking dispatchers after deleting limit %s: %w", name, err)

@@ -68,11 +68,5 @@ func ListSchedules(ctx context.Context, db DB) ([]Schedule, error) {
 // DeleteSchedule removes a schedule from the catalogue; ErrNotFound when there is none.
 func DeleteSchedule(ctx context.Context, db DB, name string) error {
 	n, err := queries.DeleteSchedule(ctx, db, name)
-	if err != nil {
-		return fmt.Errorf("deleting schedule %s: %w", name, err)
-	}
-	if n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return touched(n, err, "deleting schedule "+name)
 }

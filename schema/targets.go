@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mantis-deploy/mantis/internal/api"
 	"maps"
 	"net"
 	"regexp"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/api"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
@@ -142,26 +143,12 @@ func ListTargets(ctx context.Context, db DB) ([]Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing targets: %w", err)
 	}
-	var out []Target
-	for _, r := range rows {
-		t, err := targetOf(r)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return convertRows(rows, targetOf)
 }
 
 // DeregisterTarget marks the named target deregistered; its history stays. It returns
 // ErrNotFound when no registered target has that name.
 func DeregisterTarget(ctx context.Context, db DB, name string) error {
 	n, err := queries.DeregisterTarget(ctx, db, name)
-	if err != nil {
-		return fmt.Errorf("deregistering target %s: %w", name, err)
-	}
-	if n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return touched(n, err, "deregistering target "+name)
 }

@@ -269,12 +269,7 @@ func (d Deployment) validateRollback(p *problems) {
 	names := map[string]bool{}
 	for i, s := range d.OnFailure {
 		at := fmt.Sprintf("on_failure[%d]", i)
-		if !namePattern.MatchString(s.Name) {
-			p.add(at+".name", "required: letters, digits, '.', '_' or '-', got %q", s.Name)
-		} else if names[s.Name] {
-			p.add(at+".name", "%q is used by an earlier rollback step", s.Name)
-		}
-		names[s.Name] = true
+		p.stepName(at, s.Name, names, "rollback step")
 		if s.Kind != "" && s.Kind != StepKindCommand || s.OnFailure != "" || s.Rollout != nil || len(s.Approvers) > 0 {
 			p.add(at, "a rollback step is a plain command step: no kind, on_failure, approvers or rollout")
 			continue

@@ -191,12 +191,7 @@ func (d Deployment) Validate() error {
 	names := map[string]bool{}
 	for i, s := range d.Steps {
 		at := fmt.Sprintf("steps[%d]", i)
-		if !namePattern.MatchString(s.Name) {
-			p.add(at+".name", "required: letters, digits, '.', '_' or '-', got %q", s.Name)
-		} else if names[s.Name] {
-			p.add(at+".name", "%q is used by an earlier step", s.Name)
-		}
-		names[s.Name] = true
+		p.stepName(at, s.Name, names, "step")
 		s.validate(&p, at)
 	}
 	if d.MaxParallel < 0 {
@@ -218,6 +213,17 @@ type problems struct{ errs Errors }
 // add records a problem at field.
 func (p *problems) add(field, format string, args ...any) {
 	p.errs = append(p.errs, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+}
+
+// stepName checks the name of the step at, which must be unique among the names
+// already seen (of the same list, whose steps are called what).
+func (p *problems) stepName(at, name string, seen map[string]bool, what string) {
+	if !namePattern.MatchString(name) {
+		p.add(at+".name", "required: letters, digits, '.', '_' or '-', got %q", name)
+	} else if seen[name] {
+		p.add(at+".name", "%q is used by an earlier %s", name, what)
+	}
+	seen[name] = true
 }
 
 // storable refuses text PostgreSQL cannot store (NUL, bytes that are not UTF-8) and
