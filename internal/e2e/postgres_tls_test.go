@@ -32,6 +32,7 @@ func withQuery(t *testing.T, rawURL string, query url.Values) string {
 // plain-text URL, exits naming the refusal, and given the stack's verify-full URL
 // runs its migrations and serves over TLS.
 func TestPostgresRefusesPlainTextAndAnotherCA(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "mantis-postgres-tls-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o755)) // PostgreSQL's own user reaches its data

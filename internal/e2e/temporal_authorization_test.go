@@ -86,6 +86,7 @@ func requirePermissionDenied(t *testing.T, err error, what string) {
 // deployment end to end with its namespace's admin key, and, the search attributes
 // added, with a key of the write role only.
 func TestTemporalAuthorizerRefusesWrongIdentities(t *testing.T) {
+	t.Parallel()
 	stack := startAuthorizingTemporal(t)
 	addr := stack.Env["TEMPORAL_ADDRESS"]
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
