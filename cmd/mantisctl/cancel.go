@@ -2,31 +2,25 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/apiclient"
 )
 
+// newCancelCommand asks for a deployment to be cancelled.
 func newCancelCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:               "cancel ID",
-		Short:             "Cancel a deployment: what has not started is stopped, running commands are killed",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeDeploymentIDs(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			if err := c.CancelDeployment(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			if f.format.structured() {
-				return printData(cmd.OutOrStdout(), f.format, map[string]string{"id": args[0], "status": api.StatusCancelling})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancelling %s\n", args[0])
-			return nil
+	return argCommand[struct{}]{
+		use:      "cancel ID",
+		short:    "Cancel a deployment: what has not started is stopped, running commands are killed",
+		complete: completeDeploymentIDs(f),
+		call:     noAnswer((*apiclient.Client).CancelDeployment),
+		show: func(out io.Writer, format outputFormat, id string, _ struct{}) error {
+			return printResult(out, format, map[string]string{"id": id, "status": api.StatusCancelling}, func(out io.Writer, _ map[string]string) {
+				fmt.Fprintf(out, "cancelling %s\n", id)
+			})
 		},
-	}
+	}.command(f)
 }

@@ -5,12 +5,12 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
@@ -19,49 +19,22 @@ func newFleetCommands(f *clientFlags) []*cobra.Command {
 	return []*cobra.Command{newFreezeCommand(f), newScheduleCommand(f), newWebhookCommand(f)}
 }
 
+// newFreezeCommand manages freeze windows: list, create and delete.
 func newFreezeCommand(f *clientFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "freeze",
-		Short: "List, create and delete freeze windows",
-		Long: "While a freeze window is active, deployments on the targets its selector matches are refused\n" +
+	return commandGroup("freeze", "List, create and delete freeze windows",
+		"While a freeze window is active, deployments on the targets its selector matches are refused\n"+
 			"(409, naming the freeze and its reason) unless an admin overrides it (deploy --override-freeze).",
-		Args: cobra.NoArgs,
-	}
-	cmd.AddCommand(newFreezeListCommand(f), newFreezeCreateCommand(f), newFreezeDeleteCommand(f))
-	return cmd
-}
-
-func newFreezeListCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the freeze windows and whether each holds now",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			fs, err := c.ListFreezes(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return printFreezes(cmd.OutOrStdout(), f.format, fs)
-		},
-	}
+		listCommand(f, "List the freeze windows and whether each holds now", (*apiclient.Client).ListFreezes, printFreezes),
+		newFreezeCreateCommand(f),
+		deleteCommand(f, "delete NAME", "Delete a freeze window", "freeze", (*apiclient.Client).DeleteFreeze))
 }
 
 // printFreezes prints fs as a table, or as data in format.
 func printFreezes(out io.Writer, format outputFormat, fs []api.Freeze) error {
-	if done, err := printListData(out, format, fs); done {
-		return err
-	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tACTIVE\tSELECTOR\tWINDOW\tREASON")
-	for _, fz := range fs {
+	return printTable(out, format, fs, "NAME\tACTIVE\tSELECTOR\tWINDOW\tREASON", func(w io.Writer, fz api.Freeze) {
 		fmt.Fprintf(w, "%s\t%t\t%s\t%s\t%s\n", fz.Name, fz.Active, safetext.Terminal(selectorText(fz.Selector)),
 			safetext.Terminal(windowText(fz)), safetext.Terminal(fz.Reason))
-	}
-	return w.Flush()
+	})
 }
 
 // selectorText is a selector as k=v,k=v, or "(all targets)".
@@ -113,25 +86,15 @@ func newFreezeCreateCommand(f *clientFlags) *cobra.Command {
       --days sat,sun --from 00:00 --to 00:00 --timezone Europe/Paris
   mantisctl freeze create holidays --reason "year end" --start 2026-12-24T00:00:00Z --end 2027-01-02T00:00:00Z`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: createRunE(f, func(args []string) (api.NewFreeze, error) {
 			body.Name = args[0]
 			if err := freezeBody(&body, selector, start, end, days, weekly); err != nil {
-				return invalidInput(err)
+				return body, invalidInput(err)
 			}
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			created, err := c.CreateFreeze(cmd.Context(), body)
-			if err != nil {
-				return err
-			}
-			if f.format.structured() {
-				return printData(cmd.OutOrStdout(), f.format, created)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "freeze %s created (active now: %t)\n", created.Name, created.Active)
-			return nil
-		},
+			return body, nil
+		}, (*apiclient.Client).CreateFreeze, func(out io.Writer, created api.Freeze) {
+			fmt.Fprintf(out, "freeze %s created (active now: %t)\n", created.Name, created.Active)
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&body.Reason, "reason", "", "why deployments are frozen (shown in every refusal)")
@@ -177,23 +140,4 @@ func freezeBody(body *api.NewFreeze, selector []string, start, end string, days 
 		body.Weekly = &weekly
 	}
 	return nil
-}
-
-func newFreezeDeleteCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a freeze window",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			if err := c.DeleteFreeze(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "deleted freeze %s\n", args[0])
-			return nil
-		},
-	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -8,31 +9,24 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 )
 
+// newGetCommand shows one deployment.
 func newGetCommand(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:               "get ID",
-		Short:             "Show a deployment: steps and per-target results with exit code, output tail and analysis",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeDeploymentIDs(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client()
-			if err != nil {
-				return err
-			}
-			d, _, err := c.Deployment(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			if f.format.structured() {
-				return printData(cmd.OutOrStdout(), f.format, d)
-			}
-			printDeploymentSummary(cmd.OutOrStdout(), d)
-			return nil
+	return argCommand[api.Deployment]{
+		use:      "get ID",
+		short:    "Show a deployment: steps and per-target results with exit code, output tail and analysis",
+		complete: completeDeploymentIDs(f),
+		call: func(c *apiclient.Client, ctx context.Context, id string) (api.Deployment, error) {
+			d, _, err := c.Deployment(ctx, id)
+			return d, err
 		},
-	}
+		show: func(out io.Writer, format outputFormat, _ string, d api.Deployment) error {
+			return printResult(out, format, d, printDeploymentSummary)
+		},
+	}.command(f)
 }
 
 // printDeploymentSummary prints the final state: each step with its counts, and each failed

@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 )
@@ -94,4 +95,19 @@ func printListData[T any](out io.Writer, format outputFormat, items []T) (bool, 
 		items = []T{}
 	}
 	return true, printData(out, format, items)
+}
+
+// printTable prints items as data when format is structured (as printListData
+// does), and otherwise as a table: header (columns separated by tabs), then the row
+// that row writes for each item, ended by a newline.
+func printTable[T any](out io.Writer, format outputFormat, items []T, header string, row func(w io.Writer, item T)) error {
+	if done, err := printListData(out, format, items); done {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, header)
+	for _, item := range items {
+		row(w, item)
+	}
+	return w.Flush()
 }
