@@ -75,6 +75,12 @@ func printResult[T any](out io.Writer, format outputFormat, v T, text func(io.Wr
 	return nil
 }
 
+// printAck acknowledges a call that answered nothing: it prints record as data when
+// format is structured, and otherwise the line text.
+func printAck(out io.Writer, format outputFormat, record any, text string) error {
+	return printResult(out, format, record, func(out io.Writer, _ any) { fmt.Fprintln(out, text) })
+}
+
 // createRunE returns a RunE that makes a request body from the arguments (and the
 // flags that body has bound), sends it with send and prints what the API answered:
 // as data, or as text writes it. An error of body is returned before the client is

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -18,9 +17,7 @@ func newCancelCommand(f *clientFlags) *cobra.Command {
 		complete: completeDeploymentIDs(f),
 		call:     noAnswer((*apiclient.Client).CancelDeployment),
 		show: func(out io.Writer, format outputFormat, id string, _ struct{}) error {
-			return printResult(out, format, map[string]string{"id": id, "status": api.StatusCancelling}, func(out io.Writer, _ map[string]string) {
-				fmt.Fprintf(out, "cancelling %s\n", id)
-			})
+			return printAck(out, format, map[string]string{"id": id, "status": api.StatusCancelling}, "cancelling "+id)
 		},
 	}.command(f)
 }

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,13 +67,7 @@ func newListCommand(f *clientFlags) *cobra.Command {
 
 // printDeployments prints ds as a table, or as data in format.
 func printDeployments(out io.Writer, format outputFormat, ds []api.Deployment) error {
-	if done, err := printListData(out, format, ds); done {
-		return err
-	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tNAME\tPRIORITY\tSTATUS\tCREATED")
-	for _, d := range ds {
+	return printTable(out, format, ds, "ID\tNAME\tPRIORITY\tSTATUS\tCREATED", func(w io.Writer, d api.Deployment) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Priority, d.Status, d.CreatedAt.Local().Format(time.DateTime))
-	}
-	return w.Flush()
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,18 +83,12 @@ func requestsQuery(q apiclient.DispatchRequestQuery) url.Values {
 
 // printDispatchRequests prints reqs as a table, or as data in format.
 func printDispatchRequests(out io.Writer, format outputFormat, reqs []api.DispatchRequest) error {
-	if done, err := printListData(out, format, reqs); done {
-		return err
-	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tTARGET\tPRIORITY\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tEXPIRES\tHELD BY\tREASON")
-	for _, r := range reqs {
+	return printTable(out, format, reqs, "ID\tTARGET\tPRIORITY\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tEXPIRES\tHELD BY\tREASON", func(w io.Writer, r api.DispatchRequest) {
 		heldBy := "-"
 		if r.HeldBy != "" {
 			heldBy = safetext.Terminal(r.HeldBy)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", r.ID, r.Target, r.Priority, r.Status,
 			r.Attempts, r.MaxAttempts, r.NextAttemptAt.Local().Format(time.DateTime), r.ExpiresAt.Local().Format(time.DateTime), heldBy, safetext.Terminal(r.Reason))
-	}
-	return w.Flush()
+	})
 }

@@ -67,9 +67,7 @@ func newTargetDeregisterCommand(f *clientFlags) *cobra.Command {
 		complete: completeFirstTargetName(f),
 		call:     noAnswer((*apiclient.Client).DeregisterTarget),
 		show: func(out io.Writer, format outputFormat, name string, _ struct{}) error {
-			return printResult(out, format, map[string]any{"name": name, "deregistered": true}, func(out io.Writer, _ map[string]any) {
-				fmt.Fprintf(out, "deregistered %s\n", name)
-			})
+			return printAck(out, format, map[string]any{"name": name, "deregistered": true}, "deregistered "+name)
 		},
 	}.command(f)
 }
