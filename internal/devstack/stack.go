@@ -108,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	opts.Dir = dir
 	if opts.TemporalAuthorization && !opts.TemporalServer {
-		return nil, errors.New("Temporal authorization needs the production Temporal server: enable TemporalServer too")
+		return nil, errors.New("temporal authorization needs the production Temporal server: enable TemporalServer too")
 	}
 	if opts.PostgresRequireTLS && opts.TemporalServer {
 		return nil, errors.New("the production Temporal server's database connections are plain text in this stack: " +
