@@ -8,8 +8,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/mantis-deploy/mantis/cmd/internal/daemon"
 	"github.com/mantis-deploy/mantis/internal/agent"
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
@@ -54,17 +54,9 @@ Configuration comes from --config (TOML), then MANTIS_* environment variables
 
 // run runs the agent, and its metrics listener when configured, until ctx ends.
 func run(ctx context.Context, cfg config.Agent, logger *slog.Logger) error {
-	if !cfg.Metrics.Enabled() {
-		return agent.Run(ctx, cfg, logger, nil)
-	}
-	metrics, err := metricsserver.Listen(cfg.Metrics.Listen, logger)
-	if err != nil {
-		return err
-	}
-	agentMetrics := agent.NewMetrics(metrics.Registry)
-	metrics.SetReadiness(agentMetrics.Readiness)
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return metrics.Run(ctx) })
-	g.Go(func() error { return agent.Run(ctx, cfg, logger, agentMetrics) })
-	return g.Wait()
+	var agentMetrics *agent.Metrics // nil without the metrics listener
+	return daemon.RunWithMetrics(ctx, cfg.Metrics, logger, func(metrics *metricsserver.Server) {
+		agentMetrics = agent.NewMetrics(metrics.Registry)
+		metrics.SetReadiness(agentMetrics.Readiness)
+	}, func(ctx context.Context) error { return agent.Run(ctx, cfg, logger, agentMetrics) })
 }

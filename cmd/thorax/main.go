@@ -8,8 +8,8 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/mantis-deploy/mantis/cmd/internal/daemon"
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/metricsserver"
@@ -55,17 +55,8 @@ func serve(ctx context.Context, cfg config.Thorax, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if !cfg.Metrics.Enabled() {
-		return th.Run(ctx)
-	}
-	metrics, err := metricsserver.Listen(cfg.Metrics.Listen, logger)
-	if err != nil {
-		return err
-	}
-	metrics.Registry.MustRegister(th.IdentityMetrics(), th.Metrics())
-	metrics.SetReadiness(th.Readiness)
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return metrics.Run(ctx) })
-	g.Go(func() error { return th.Run(ctx) })
-	return g.Wait()
+	return daemon.RunWithMetrics(ctx, cfg.Metrics, logger, func(metrics *metricsserver.Server) {
+		metrics.Registry.MustRegister(th.IdentityMetrics(), th.Metrics())
+		metrics.SetReadiness(th.Readiness)
+	}, th.Run)
 }
