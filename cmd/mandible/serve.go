@@ -17,6 +17,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
+	"github.com/mantis-deploy/mantis/internal/profiling"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/temporalclient"
 	"github.com/mantis-deploy/mantis/internal/temporalmetrics"
@@ -43,6 +44,9 @@ func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts s
 		return err
 	}
 	defer dbs.Close()
+	if err := startProfiling(ctx, cfg.Debug, logger); err != nil {
+		return err
+	}
 	registry := newRegistry()
 	temporal, payloadCodec, err := connectTemporal(ctx, &cfg, logger, registry)
 	if err != nil {
@@ -83,6 +87,23 @@ func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts s
 		return err
 	}
 	return r.serve(ctx)
+}
+
+// startProfiling serves Go profiles on debug.pprof_listen, when set, until ctx ends.
+func startProfiling(ctx context.Context, cfg config.Debug, logger *slog.Logger) error {
+	if cfg.PprofListen == "" {
+		return nil
+	}
+	s, err := profiling.Listen(cfg.PprofListen)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := s.Run(ctx, logger); err != nil {
+			logger.ErrorContext(ctx, "profiling listener stopped", "error", err)
+		}
+	}()
+	return nil
 }
 
 // connectTemporal dials Temporal with the configured options and makes sure the

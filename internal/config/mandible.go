@@ -28,6 +28,8 @@ type Mandible struct {
 	// Output bounds the live output of commands; Retention prunes it and the event log.
 	Output    Output    `toml:"output"`
 	Retention Retention `toml:"retention"`
+	// Debug serves Go profiles when debug.pprof_listen is set.
+	Debug Debug `toml:"debug"`
 }
 
 // Database is Mandible's PostgreSQL connection.
@@ -232,6 +234,7 @@ func (c Mandible) Validate() error {
 	}
 
 	c.Output.validate(&p)
+	c.Debug.validate(&p)
 	p.durations(c)
 	return p.err()
 }

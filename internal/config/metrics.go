@@ -23,9 +23,30 @@ func (m Metrics) validate(p *problems) {
 	if !m.Enabled() {
 		return
 	}
-	p.listenAddress(MetricsListenKey, m.Listen)
-	if host, port, err := net.SplitHostPort(m.Listen); err == nil && host == "" {
-		p.add(MetricsListenKey, "must name a host, got %q: write 127.0.0.1:%s for loopback only, "+
-			"or 0.0.0.0:%s to listen on all interfaces", m.Listen, port, port)
+	p.hostedListenAddress(MetricsListenKey, m.Listen)
+}
+
+// hostedListenAddress checks the address of a plain-HTTP side listener: a valid
+// listen address that names its host, so that all interfaces are never chosen by
+// leaving the host out.
+func (p *problems) hostedListenAddress(key, addr string) {
+	p.listenAddress(key, addr)
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		p.add(key, "must name a host, got %q: write 127.0.0.1:%s for loopback only, "+
+			"or 0.0.0.0:%s to listen on all interfaces", addr, port, port)
+	}
+}
+
+// Debug holds Mandible's opt-in diagnostics.
+type Debug struct {
+	// PprofListen is host:port of a plain-HTTP listener serving Go profiles under
+	// /debug/pprof/; empty (the default) serves none. Profiles reveal the process's
+	// internals and a CPU profile costs CPU while it runs: keep it on loopback.
+	PprofListen string `toml:"pprof_listen"`
+}
+
+func (d Debug) validate(p *problems) {
+	if d.PprofListen != "" {
+		p.hostedListenAddress("debug.pprof_listen", d.PprofListen)
 	}
 }

@@ -43,3 +43,16 @@ func TestMetricsListenMustNameAHost(t *testing.T) {
 		require.NoError(t, a.Validate(), addr)
 	}
 }
+
+// Mandible's profiling listener is off unless set; set, it must name its host like
+// the metrics listener, and a named host is taken.
+func TestPprofListenIsOffByDefaultAndMustNameAHost(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, config.DefaultMandible().Debug.PprofListen, "no profiles unless asked for")
+	c := validMandible()
+	c.Debug.PprofListen = ":6060"
+	require.Equal(t, []string{`debug.pprof_listen: must name a host, got ":6060": write 127.0.0.1:6060 for loopback only, ` +
+		`or 0.0.0.0:6060 to listen on all interfaces`}, problems(t, c.Validate()))
+	c.Debug.PprofListen = "127.0.0.1:6060"
+	require.NoError(t, c.Validate())
+}
