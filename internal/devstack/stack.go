@@ -277,6 +277,7 @@ func (s *Stack) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	procs := append([]*process(nil), s.procs...)
 	s.procs = nil
+	issuer := s.issuer
 	s.mu.Unlock()
 	grace := 20 * time.Second
 	if d, ok := ctx.Deadline(); ok {
@@ -303,8 +304,8 @@ func (s *Stack) Stop(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.stopEPMD(ctx)
-	if s.issuer != nil {
-		s.issuer.close()
+	if issuer != nil {
+		issuer.close()
 	}
 	return errors.Join(append(errs, serverErrs...)...)
 }

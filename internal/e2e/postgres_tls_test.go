@@ -2,9 +2,7 @@ package e2e_test
 
 import (
 	"context"
-	"log/slog"
 	"net/url"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,20 +31,9 @@ func withQuery(t *testing.T, rawURL string, query url.Values) string {
 // runs its migrations and serves over TLS.
 func TestPostgresRefusesPlainTextAndAnotherCA(t *testing.T) {
 	t.Parallel()
-	dir, err := os.MkdirTemp("", "mantis-postgres-tls-")
-	require.NoError(t, err)
-	require.NoError(t, os.Chmod(dir, 0o755)) // PostgreSQL's own user reaches its data
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	stack := startOwnServers(t, "mantis-postgres-tls-", devstack.Options{Postgres: true, PostgresRequireTLS: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	stack, err := devstack.Start(ctx, devstack.Options{Dir: dir, Ephemeral: true, Postgres: true, PostgresRequireTLS: true,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = stack.Stop(stopCtx)
-	})
 	good := stack.Env["DATABASE_URL"]
 	connect := func(rawURL string) error {
 		conn, err := pgx.Connect(ctx, rawURL)
@@ -56,7 +43,7 @@ func TestPostgresRefusesPlainTextAndAnotherCA(t *testing.T) {
 		return err
 	}
 
-	err = connect(withQuery(t, good, url.Values{"sslmode": {"disable"}}))
+	err := connect(withQuery(t, good, url.Values{"sslmode": {"disable"}}))
 	require.ErrorContains(t, err, "no encryption", "a plain-text connection is refused by pg_hba.conf")
 
 	other, err := devcerts.Generate(filepath.Join(t.TempDir(), "other"), nil)

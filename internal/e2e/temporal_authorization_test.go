@@ -35,15 +35,23 @@ func startAuthorizingTemporal(t *testing.T) *devstack.Stack {
 		}
 		t.Skipf("temporal-server %s is not installed (mantisctl dev install --temporal-server)", devstack.TemporalServerVersion)
 	}
-	dir, err := os.MkdirTemp("", "mantis-temporal-auth-")
+	return startOwnServers(t, "mantis-temporal-auth-", devstack.Options{Postgres: true,
+		Temporal: true, TemporalServer: true, TemporalAuthorization: true})
+}
+
+// startOwnServers starts the servers opts selects for this test alone, in a throw-away
+// directory under prefix, and stops them when the test ends.
+func startOwnServers(t *testing.T, prefix string, opts devstack.Options) *devstack.Stack {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(dir, 0o755)) // PostgreSQL's own user reaches its data
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	stack, err := devstack.Start(ctx, devstack.Options{Dir: dir, Ephemeral: true, Postgres: true,
-		Temporal: true, TemporalServer: true, TemporalAuthorization: true,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	opts.Dir, opts.Ephemeral = dir, true
+	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	stack, err := devstack.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)

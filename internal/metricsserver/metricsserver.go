@@ -92,17 +92,25 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Run serves until ctx ends, then shuts the listener down within a bound.
 func (s *Server) Run(ctx context.Context) error {
 	s.logger.InfoContext(ctx, "serving metrics", "address", s.ln.Addr().String())
+	return ServeUntil(ctx, s.srv, s.ln, "metrics")
+}
+
+// ServeUntil serves srv on ln until ctx ends, then shuts it down within a bound,
+// closing what is still open past it (a long request, a CPU profile). what names
+// the listener in its errors.
+func ServeUntil(ctx context.Context, srv *http.Server, ln net.Listener, what string) error {
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(s.ln) }()
+	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		return fmt.Errorf("serving metrics: %w", err)
+		return fmt.Errorf("serving %s: %w", what, err)
 	case <-ctx.Done():
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := s.srv.Shutdown(stopCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("stopping the metrics listener: %w", err)
+	if err := srv.Shutdown(stopCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = srv.Close()
+		return fmt.Errorf("stopping the %s listener: %w", what, err)
 	}
 	return nil
 }

@@ -7,13 +7,14 @@ package profiling
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/metricsserver"
 )
 
 // Path is where the profile index is served.
@@ -47,20 +48,5 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Run serves until ctx ends, then stops within a few seconds.
 func (s *Server) Run(ctx context.Context, logger *slog.Logger) error {
 	logger.WarnContext(ctx, "serving Go profiles: keep this address private", "address", "http://"+s.Addr()+Path)
-	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(s.ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := s.srv.Shutdown(stopCtx); err != nil {
-		_ = s.srv.Close() // a CPU profile in progress does not hold the stop
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return metricsserver.ServeUntil(ctx, s.srv, s.ln, "profiling")
 }
