@@ -36,6 +36,8 @@ func holdMigrationLock(t *testing.T, pool *pgxpool.Pool) migrationWaiter {
 	cancel()
 	require.Error(t, err, "schema.Migrate waits for the lock the test holds")
 
+	// The probe's own wait above may linger a moment after its cancellation; its
+	// session carries no application_name, which every Mandible session does.
 	w := migrationWaiter{appName: make(chan string, 1)}
 	go func() {
 		defer conn.Release()
@@ -46,6 +48,7 @@ func holdMigrationLock(t *testing.T, pool *pgxpool.Pool) migrationWaiter {
 			err := conn.QueryRow(ctx, `
 SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND NOT l.granted AND l.pid <> pg_backend_pid()
+  AND a.application_name <> ''
   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND l.classid::bigint = ($1::bigint >> 32) AND l.objid::bigint = ($1::bigint & 4294967295)`,
 				migrationLockKey).Scan(&name)
