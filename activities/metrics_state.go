@@ -55,7 +55,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if counts, err := schema.ThoraxInstancesByStatus(ctx, c.db); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.instances, err)
 	} else {
-		for _, status := range schema.ThoraxInstanceStatuses {
+		for _, status := range schema.InstanceStatuses {
 			ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(counts[status]), status)
 		}
 	}

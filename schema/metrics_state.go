@@ -6,9 +6,6 @@ import (
 	"time"
 )
 
-// ThoraxInstanceStatuses are the states a Thorax instance row may be in.
-var ThoraxInstanceStatuses = []string{"live", "draining", "dead"}
-
 // ThoraxInstancesByStatus counts Thorax instances by status (live, draining, dead).
 func ThoraxInstancesByStatus(ctx context.Context, db DB) (map[string]int, error) {
 	rows, err := queries.ThoraxInstancesByStatus(ctx, db)

@@ -7,11 +7,17 @@ package schema
 
 // Dispatch request states (pending_dispatch_requests.status).
 const (
-	StatusPending    = "pending"
+	// StatusPending waits for a replica's dispatcher to claim it (SKIP LOCKED).
+	StatusPending = "pending"
+	// StatusProcessing is claimed by one replica, which is delivering it; a claim
+	// older than the claim timeout is reclaimed as an orphan.
 	StatusProcessing = "processing"
+	// StatusDispatched has its command written to command_queue.
 	StatusDispatched = "dispatched"
-	StatusFailed     = "failed"
-	StatusExpired    = "expired"
+	// StatusFailed spent its retry budget (a first delivery and ten retries).
+	StatusFailed = "failed"
+	// StatusExpired was not dispatched within DispatchRequestTTL of its creation.
+	StatusExpired = "expired"
 	// StatusCancelled ends a request whose deployment was cancelled before it was
 	// dispatched.
 	StatusCancelled = "cancelled"
@@ -22,8 +28,10 @@ var DispatchStatuses = []string{StatusPending, StatusProcessing, StatusDispatche
 
 // Deployment states (deployments.status).
 const (
-	DeploymentPending   = "pending"
-	DeploymentRunning   = "running"
+	DeploymentPending = "pending" // created; its workflow has not started a step
+	DeploymentRunning = "running"
+	// The three ends: every step succeeded; a step failed, or Mantis failed the
+	// deployment (its events say why); or a user cancelled it.
 	DeploymentSucceeded = "succeeded"
 	DeploymentFailed    = "failed"
 	DeploymentCancelled = "cancelled"
@@ -38,6 +46,8 @@ const (
 	StepRunning   = "running"
 	StepSucceeded = "succeeded"
 	StepFailed    = "failed"
+	// StepSkipped never started: a step before it failed or the deployment was
+	// cancelled (SkipSteps).
 	StepSkipped   = "skipped"
 	StepCancelled = "cancelled"
 )

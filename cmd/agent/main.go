@@ -17,20 +17,24 @@ import (
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 )
 
-func main() { cli.Main(newRootCommand()) }
-
-func newRootCommand() *cobra.Command {
-	root, _ := cli.Daemon[config.Agent]{
-		Use:   "agent",
-		Short: "Mantis agent: runs commands on this host for Thorax",
-		Long: `The agent runs commands on its host with a timeout, environment and working
+// help is the agent's long help: its two modes, how it stops and where its
+// configuration comes from.
+const help = `The agent runs commands on its host with a timeout, environment and working
 directory, and returns exit code and output. In poll mode it long-polls its Thorax;
 in listen mode it serves gRPC that Thorax calls. On SIGINT or SIGTERM it takes no
 new commands, lets running ones finish within exec.stop_timeout, then kills their
 process groups.
 
 Configuration comes from --config (TOML), then MANTIS_* environment variables
-(MANTIS_<SECTION>_<KEY>, e.g. MANTIS_MODE, MANTIS_THORAX_ADDRESS).`,
+(MANTIS_<SECTION>_<KEY>, e.g. MANTIS_MODE, MANTIS_THORAX_ADDRESS).`
+
+func main() { cli.Main(newRootCommand()) }
+
+func newRootCommand() *cobra.Command {
+	root, _ := cli.Daemon[config.Agent]{
+		Use:         "agent",
+		Short:       "Mantis agent: runs commands on this host for Thorax",
+		Long:        help,
 		ConfigUsage: "path to the agent configuration (TOML)",
 		Load:        config.LoadAgent,
 		Log:         func(c config.Agent) config.Log { return c.Log },

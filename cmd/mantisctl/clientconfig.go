@@ -12,6 +12,9 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
+// currentContextKey is the config file's key naming the default context.
+const currentContextKey = "current-context"
+
 // clientSettings is where and how to reach one Mandible: the config file's top-level
 // keys, or one of its contexts.
 type clientSettings struct {
@@ -34,9 +37,6 @@ type clientFile struct {
 	CurrentContext string                    `toml:"current-context"`
 	Contexts       map[string]clientSettings `toml:"contexts"`
 }
-
-// currentContextKey is the config file's key naming the default context.
-const currentContextKey = "current-context"
 
 // loadClientFile reads the config file at path; a missing file is an empty one.
 func loadClientFile(path string) (clientFile, error) {

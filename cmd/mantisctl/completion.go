@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mantis-deploy/mantis/internal/apiclient"
 )
 
 // Bounds of the API calls made to complete a word: a shell waits for them.
@@ -51,7 +53,7 @@ func completeTargetNames(f *clientFlags) cobra.CompletionFunc {
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 		defer cancel()
-		ts, err := c.ListTargets(ctx)
+		ts, err := apiclient.Targets.List(c, ctx)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

@@ -107,7 +107,7 @@ func waitTargets(ctx context.Context, stack *devstack.Stack, client *apiclient.C
 	err := waitTier(ctx, stack, "the listen-mode target pinned to thorax", func(ctx context.Context) (bool, error) {
 		// Registering again is an update: Mandible keeps a live assignment and otherwise
 		// pins the target to the live instance with the fewest targets.
-		t, err := client.RegisterTarget(ctx, api.NewTarget{
+		t, err := apiclient.Targets.Create(client, ctx, api.NewTarget{
 			Name: devListenTarget, Mode: schema.ModeListen, Address: devListenAgentAddr,
 			Labels: map[string]string{"stack": "local"},
 		})
@@ -121,7 +121,7 @@ func waitTargets(ctx context.Context, stack *devstack.Stack, client *apiclient.C
 		return nil, err
 	}
 	err = waitTier(ctx, stack, "the poll-mode agent reaching thorax", func(ctx context.Context) (bool, error) {
-		targets, err := client.ListTargets(ctx)
+		targets, err := apiclient.Targets.List(client, ctx)
 		if err != nil {
 			return false, err
 		}

@@ -24,9 +24,9 @@ func newFreezeCommand(f *clientFlags) *cobra.Command {
 	return commandGroup("freeze", "List, create and delete freeze windows",
 		"While a freeze window is active, deployments on the targets its selector matches are refused\n"+
 			"(409, naming the freeze and its reason) unless an admin overrides it (deploy --override-freeze).",
-		listCommand(f, "List the freeze windows and whether each holds now", (*apiclient.Client).ListFreezes, printFreezes),
+		listCommand(f, "List the freeze windows and whether each holds now", apiclient.Freezes.List, printFreezes),
 		newFreezeCreateCommand(f),
-		deleteCommand(f, "delete NAME", "Delete a freeze window", "freeze", (*apiclient.Client).DeleteFreeze))
+		deleteCommand(f, "delete NAME", "Delete a freeze window", "freeze", apiclient.Freezes.Delete))
 }
 
 // printFreezes prints fs as a table, or as data in format.
@@ -92,7 +92,7 @@ func newFreezeCreateCommand(f *clientFlags) *cobra.Command {
 				return body, invalidInput(err)
 			}
 			return body, nil
-		}, (*apiclient.Client).CreateFreeze, func(out io.Writer, created api.Freeze) {
+		}, apiclient.Freezes.Create, func(out io.Writer, created api.Freeze) {
 			fmt.Fprintf(out, "freeze %s created (active now: %t)\n", created.Name, created.Active)
 		}),
 	}

@@ -18,10 +18,10 @@ func newLimitsCommand(f *clientFlags) *cobra.Command {
 			"on one target (--scope target --value NAME), on every target (--scope target, the default\n"+
 			api.DefaultTargetLimit+", 1 unless changed), or on the targets whose label has a value\n"+
 			"(--scope label --label env --value prod). Held requests wait, and show the limit as held_by.",
-		listCommand(f, "List the concurrency limits", (*apiclient.Client).ListLimits, printLimits),
+		listCommand(f, "List the concurrency limits", apiclient.Limits.List, printLimits),
 		newLimitsSetCommand(f),
 		deleteCommand(f, "delete NAME", "Delete a concurrency limit (the per-target default may be changed, not deleted)",
-			"limit", (*apiclient.Client).DeleteLimit))
+			"limit", apiclient.Limits.Delete))
 }
 
 // printLimits prints ls as a table, or as data in format.
@@ -49,7 +49,7 @@ func newLimitsSetCommand(f *clientFlags) *cobra.Command {
 		Use:   "set NAME --scope target|label [--label KEY] [--value VALUE] --max-running N",
 		Short: "Set a concurrency limit (or change the one of that name)",
 		Args:  cobra.ExactArgs(1),
-		RunE: createRunE(f, nameArg(&l, &l.Name), (*apiclient.Client).SetLimit, func(out io.Writer, stored api.Limit) {
+		RunE: createRunE(f, nameArg(&l, &l.Name), apiclient.Limits.Create, func(out io.Writer, stored api.Limit) {
 			fmt.Fprintf(out, "limit %s: at most %d running on %s\n", stored.Name, stored.MaxRunning, safetext.Terminal(limitSubject(stored)))
 		}),
 	}

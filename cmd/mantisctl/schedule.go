@@ -21,11 +21,11 @@ import (
 func newScheduleCommand(f *clientFlags) *cobra.Command {
 	return commandGroup("schedule", "Create, list and delete deployment schedules (Temporal Schedules)", "",
 		newScheduleCreateCommand(f),
-		listCommand(f, "List the deployment schedules with their next and last runs", (*apiclient.Client).ListSchedules, printSchedules),
+		listCommand(f, "List the deployment schedules with their next and last runs", apiclient.Schedules.List, printSchedules),
 		argCommand[struct{}]{
 			use:   "delete NAME",
 			short: "Delete a deployment schedule (runs already started go on)",
-			call:  noAnswer((*apiclient.Client).DeleteSchedule),
+			call:  noAnswer(apiclient.Schedules.Delete),
 			show: func(out io.Writer, _ outputFormat, name string, _ struct{}) error {
 				fmt.Fprintf(out, "deleted schedule %s\n", strings.TrimSpace(name))
 				return nil
@@ -49,7 +49,7 @@ func newScheduleCreateCommand(f *clientFlags) *cobra.Command {
 			}
 			body.Name, body.Spec = args[0], asJSON
 			return body, nil
-		}, (*apiclient.Client).CreateSchedule, func(out io.Writer, created api.Schedule) {
+		}, apiclient.Schedules.Create, func(out io.Writer, created api.Schedule) {
 			fmt.Fprintf(out, "schedule %s created (Temporal schedule %s)\n", created.Name, created.ScheduleID)
 		}),
 	}

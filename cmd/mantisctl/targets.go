@@ -17,7 +17,7 @@ func newTargetsCommand(f *clientFlags) *cobra.Command {
 		Use:   "targets",
 		Short: "List, register and deregister targets",
 		Args:  cobra.NoArgs,
-		RunE:  listRunE(f, (*apiclient.Client).ListTargets, printTargets),
+		RunE:  listRunE(f, apiclient.Targets.List, printTargets),
 	}
 	cmd.AddCommand(newTargetRegisterCommand(f), newTargetDeregisterCommand(f))
 	return cmd
@@ -50,7 +50,7 @@ func newTargetRegisterCommand(f *clientFlags) *cobra.Command {
 		Use:   "register NAME",
 		Short: "Register a target (or update the one of that name)",
 		Args:  cobra.ExactArgs(1),
-		RunE: createRunE(f, nameArg(&spec, &spec.Name), (*apiclient.Client).RegisterTarget, func(out io.Writer, t api.Target) {
+		RunE: createRunE(f, nameArg(&spec, &spec.Name), apiclient.Targets.Create, func(out io.Writer, t api.Target) {
 			fmt.Fprintf(out, "registered %s (%s)\n", t.Name, t.Mode)
 		}),
 	}
@@ -65,7 +65,7 @@ func newTargetDeregisterCommand(f *clientFlags) *cobra.Command {
 		use:      "deregister NAME",
 		short:    "Deregister a target",
 		complete: completeFirstTargetName(f),
-		call:     noAnswer((*apiclient.Client).DeregisterTarget),
+		call:     noAnswer(apiclient.Targets.Delete),
 		show: func(out io.Writer, format outputFormat, name string, _ struct{}) error {
 			return printAck(out, format, map[string]any{"name": name, "deregistered": true}, "deregistered "+name)
 		},

@@ -21,8 +21,8 @@ const webhookSecretEnv = "MANTIS_WEBHOOK_SECRET"
 func newWebhookCommand(f *clientFlags) *cobra.Command {
 	return commandGroup("webhook", "Register, list and delete webhooks, and list their failed deliveries", "",
 		newWebhookCreateCommand(f),
-		listCommand(f, "List the webhooks", (*apiclient.Client).ListWebhooks, printWebhooks),
-		deleteCommand(f, "delete ID", "Delete a webhook and its deliveries", "webhook", (*apiclient.Client).DeleteWebhook),
+		listCommand(f, "List the webhooks", apiclient.Webhooks.List, printWebhooks),
+		deleteCommand(f, "delete ID", "Delete a webhook and its deliveries", "webhook", apiclient.Webhooks.Delete),
 		argCommand[[]api.WebhookDelivery]{
 			use:   "failures ID",
 			short: "List a webhook's deliveries whose attempts are spent",
@@ -46,7 +46,7 @@ func newWebhookCreateCommand(f *clientFlags) *cobra.Command {
 				body.Secret = os.Getenv(webhookSecretEnv)
 			}
 			return body, nil
-		}, (*apiclient.Client).CreateWebhook, func(out io.Writer, created api.Webhook) {
+		}, apiclient.Webhooks.Create, func(out io.Writer, created api.Webhook) {
 			fmt.Fprintf(out, "webhook %s created\n", created.ID)
 		}),
 	}

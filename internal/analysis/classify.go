@@ -28,9 +28,6 @@ const (
 	CategoryUnknown            = "unknown"
 )
 
-// RefinedByRules is the refined_by of a result whose summary the rules wrote.
-const RefinedByRules = "rules"
-
 // Result is the explanation of one failure.
 type Result struct {
 	Category string `json:"category"`
@@ -45,6 +42,9 @@ type Result struct {
 	// Error says why a configured refinement did not happen; the rules' summary stands.
 	Error string `json:"error,omitempty"`
 }
+
+// RefinedByRules is the refined_by of a result whose summary the rules wrote.
+const RefinedByRules = "rules"
 
 // Classify explains a failed command from its output, exit code and whether it was
 // killed for running past its timeout. Rules are tried in order of how decisive their

@@ -144,21 +144,9 @@ func (c *Client) ListDispatchRequests(ctx context.Context, q DispatchRequestQuer
 	return out.Requests, err
 }
 
-// ListTargets returns the registered targets.
-func (c *Client) ListTargets(ctx context.Context) ([]api.Target, error) {
-	var out api.TargetList
-	err := c.Do(ctx, http.MethodGet, "/api/v1/targets", nil, &out)
-	return out.Targets, err
-}
-
-// RegisterTarget registers or updates a target.
-func (c *Client) RegisterTarget(ctx context.Context, t api.NewTarget) (api.Target, error) {
-	var out api.Target
-	err := c.Do(ctx, http.MethodPost, "/api/v1/targets", t, &out)
+// DispatchRequest returns one dispatch request with the reason for its state.
+func (c *Client) DispatchRequest(ctx context.Context, id string) (api.DispatchRequest, error) {
+	var out api.DispatchRequest
+	err := c.Do(ctx, http.MethodGet, "/api/v1/dispatch-requests/"+url.PathEscape(id), nil, &out)
 	return out, err
-}
-
-// DeregisterTarget deregisters the named target.
-func (c *Client) DeregisterTarget(ctx context.Context, name string) error {
-	return c.Do(ctx, http.MethodDelete, "/api/v1/targets/"+url.PathEscape(name), nil, nil)
 }

@@ -45,3 +45,19 @@ func (c *Client) ListDeployments(ctx context.Context, statuses []string, name st
 func (c *Client) CancelDeployment(ctx context.Context, id string) error {
 	return c.Do(ctx, http.MethodPost, "/api/v1/deployments/"+url.PathEscape(id)+"/cancel", nil, nil)
 }
+
+// PlanDeployment asks what a spec would do if created now (dry_run=true); nothing
+// is written or started.
+func (c *Client) PlanDeployment(ctx context.Context, spec []byte) (api.DeploymentPlan, error) {
+	var out api.DeploymentPlan
+	err := c.DoRaw(ctx, http.MethodPost, "/api/v1/deployments?"+api.QueryDryRun+"=true", "application/yaml", spec, &out)
+	return out, err
+}
+
+// CreateDeploymentOverridingFreeze submits a spec as CreateDeployment does, past any
+// active freeze (an admin token is needed; the override is recorded).
+func (c *Client) CreateDeploymentOverridingFreeze(ctx context.Context, spec []byte) (api.CreatedDeployment, error) {
+	var out api.CreatedDeployment
+	err := c.DoRaw(ctx, http.MethodPost, "/api/v1/deployments?"+api.QueryOverrideFreeze+"=true", "application/yaml", spec, &out)
+	return out, err
+}
