@@ -75,7 +75,8 @@ func BenchmarkExecStoreCommandResult(b *testing.B) {
 	b.ReportMetric(few.store.perSecond()/few.bareSQL.perSecond(), "ratio-vs-bare-16")
 	b.ReportMetric(many.store.perSecond()/many.bareSQL.perSecond(), "ratio-vs-bare-256")
 	b.ReportMetric(few.store.perSecond()/few.echo.perSecond(), "ratio")
-	table := [][]string{{"mTLS on loopback", "calls", "calls/s", "vs bare UPDATE", "vs echo", "goal", "PostgreSQL cores", "PostgreSQL ms/call"}}
+	table := [][]string{{"mTLS on loopback", "calls", "calls/s", "vs bare UPDATE", "vs echo", "goal", "PostgreSQL cores", "PostgreSQL ms/call",
+		"Go ms/call", "busy cores"}}
 	for _, r := range []struct {
 		callers int
 		run     storeRun
@@ -85,7 +86,8 @@ func BenchmarkExecStoreCommandResult(b *testing.B) {
 		row := func(name string, x rate, goal string) []string {
 			return []string{fmt.Sprintf("%d callers: %s", r.callers, name), strconv.Itoa(x.calls), fmt.Sprintf("%.0f", x.perSecond()),
 				fmt.Sprintf("%.3f", x.perSecond()/bare), fmt.Sprintf("%.3f", x.perSecond()/echo), goal,
-				fmt.Sprintf("%.2f", x.pgShare()), fmt.Sprintf("%.3f", x.pgPerCall())}
+				fmt.Sprintf("%.2f", x.pgShare()), fmt.Sprintf("%.3f", x.pgPerCall()),
+				fmt.Sprintf("%.3f", x.ownPerCall()), fmt.Sprintf("%.2f", x.busyCores())}
 		}
 		batched := fmt.Sprintf("MandibleService.StoreCommandResult (%.1f a batch)", float64(r.run.results)/float64(max(r.run.batches, 1)))
 		table = append(table, row(batched, r.run.store, r.goal),
@@ -143,6 +145,12 @@ func (r rate) pgShare() float64   { return r.pgCPU.Seconds() / r.elapsed.Seconds
 func (r rate) pgPerCall() float64 { return ms(r.pgCPU) / float64(r.calls) }
 
 func (r rate) perSecond() float64 { return float64(r.calls) / r.elapsed.Seconds() }
+
+// ownPerCall is the CPU of the benchmark's process (the callers and the service they
+// call, both in it) per call in milliseconds, and busyCores what it and the
+// database's sessions kept busy together: near the machine's cores, CPU is the limit.
+func (r rate) ownPerCall() float64 { return ms(r.ownCPU) / float64(r.calls) }
+func (r rate) busyCores() float64  { return (r.pgCPU + r.ownCPU).Seconds() / r.elapsed.Seconds() }
 
 // benchEchoService is the bare baseline: it takes a StoreCommandResultRequest and
 // answers at once, or, with a pool, after one UPDATE of the command's row.
