@@ -227,28 +227,7 @@ func runBareNudges(t *testing.T, bb benchBroker, queue, key string) time.Duratio
 	require.NoError(t, pch.Confirm(false))
 	published := make(chan error, 1)
 	start := time.Now()
-	go func() {
-		confirms := make([]*amqp.DeferredConfirmation, 0, benchPublishBatch)
-		for i := 0; i < len(bodies); i += benchPublishBatch {
-			confirms = confirms[:0]
-			for _, body := range bodies[i:min(i+benchPublishBatch, len(bodies))] {
-				dc, err := pch.PublishWithDeferredConfirmWithContext(context.Background(), broker.CommandsExchange, key, false, false,
-					amqp.Publishing{ContentType: "application/json", DeliveryMode: amqp.Persistent, Priority: 5, Body: body})
-				if err != nil {
-					published <- err
-					return
-				}
-				confirms = append(confirms, dc)
-			}
-			for _, dc := range confirms {
-				if ok, err := dc.WaitContext(context.Background()); err != nil || !ok {
-					published <- fmt.Errorf("confirm: ok=%v err=%v", ok, err)
-					return
-				}
-			}
-		}
-		published <- nil
-	}()
+	go func() { published <- publishConfirmed(pch, key, bodies) }()
 	return waitConsumed(t, start, published, done)
 }
 
