@@ -589,11 +589,11 @@ func scenario(b *testing.B, name string, body func(t *testing.T)) {
 // them rather than their 30 s tick, then puts one request per replica through.
 func warmUp(t *testing.T, f dispatchFixture, replicas int) {
 	t.Helper()
-	// schema.Listen sends its SQL file, comments and all, with the channel quoted.
-	listen := "LISTEN " + pgx.Identifier{string(schema.DispatchRequestsChannel)}.Sanitize() + ";"
+	// schema.Listen sends its SQL file, comments and all, with the channel quoted;
+	// older builds sent the bare statement.
 	waitForCount(t, f.pool, time.Minute, replicas, `
 		SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND position('`+listen+`' in query) > 0`)
+		WHERE datname = current_database() AND query ~ '(^|\n)LISTEN "?`+string(schema.DispatchRequestsChannel)+`"?'`)
 	f.enqueue(t, replicas, uniqueName("warm-up"))
 	waitForCount(t, f.pool, time.Minute, replicas, `SELECT count(*) FROM command_queue`)
 }
