@@ -89,13 +89,15 @@ type fanOutResult struct {
 	// the PostgreSQL sessions on the test's database.
 	cpu      fanOutCPU
 	sessions time.Duration
-	// mandibleRSS and thoraxRSS are peak resident sets (VmHWM); agentsRSS is this
-	// process's resident set after the last result.
+	// mandibleRSS and thoraxRSS are peak resident sets (VmHWM); agentsRSS is the
+	// resident set of this process and its agent shards after the last result.
 	mandibleRSS, thoraxRSS, agentsRSS int64
 	// calls are Thorax's gRPC calls from create to the last result.
 	calls []rpcTime
 	// loadBefore and loadAfter are /proc/loadavg at create and at the last result.
 	loadBefore, loadAfter string
+	// fileLimit is the benchmark process's open-file limit (see raiseFileLimit).
+	fileLimit uint64
 }
 
 // BenchmarkDeploymentFanOut measures, for each case, create -> last result, the
@@ -123,7 +125,7 @@ func (r *fanOutRig) deploy(t *testing.T, fc fanOutCase) fanOutResult {
 	t.Helper()
 	pids := r.serverPids(t)
 	want := fc.targets * fc.steps
-	res := fanOutResult{loadBefore: loadAverage(t)}
+	res := fanOutResult{loadBefore: loadAverage(t), fileLimit: r.fileLimit}
 	callsBefore := scrapeText(t, r.thoraxMetrics)
 	before := r.readCPU(t, pids)
 	start := time.Now()
@@ -156,6 +158,11 @@ func (r *fanOutRig) deploy(t *testing.T, fc fanOutCase) fanOutResult {
 	// resident set now is this fleet's.
 	res.agentsRSS, err = soak.ReadRSS(os.Getpid())
 	require.NoError(t, err)
+	for _, pid := range r.shardPids {
+		rss, err := soak.ReadRSS(pid)
+		require.NoError(t, err, "RSS of agent shard %d", pid)
+		res.agentsRSS += rss
+	}
 	return res
 }
 
@@ -182,6 +189,7 @@ func (res fanOutResult) report(b *testing.B, fc fanOutCase) {
 		{"create -> last result (finished_at)", seconds(res.elapsed) + " s", goal},
 		{"create -> every result counted stored", seconds(res.observed) + " s", ""},
 		{"load average at create / at last result", res.loadBefore + " / " + res.loadAfter, ""},
+		{"open-file limit of the agents' process (and Thorax's)", fmt.Sprint(res.fileLimit), ""},
 	}
 	for _, l := range res.legs {
 		rows = append(rows,
@@ -204,7 +212,7 @@ func (res fanOutResult) report(b *testing.B, fc fanOutCase) {
 		rows = append(rows, []string{"Thorax " + c.name, fmt.Sprintf("%.0f calls, mean %.1f ms", c.calls, c.mean()), ""})
 	}
 	rows = append(rows,
-		[]string{"peak RSS Mandible / Thorax; RSS of the test process (agents)",
+		[]string{"peak RSS Mandible / Thorax; RSS of the agents' processes",
 			fmt.Sprintf("%.0f / %.0f / %.0f MiB", mib(res.mandibleRSS), mib(res.thoraxRSS), mib(res.agentsRSS)), ""},
 		[]string{"CPU create -> last result: Mandible", share(res.cpu.mandible), ""},
 		[]string{"  Thorax", share(res.cpu.thorax), ""},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +52,11 @@ type fanOutRig struct {
 	// label is the value of fanOutLabel on every target of the fleet.
 	label   string
 	targets int
+	// fileLimit is this process's open-file limit during the case, which Thorax
+	// inherits.
+	fileLimit uint64
+	// shardPids are the agent shard processes of a fleet too large for this one.
+	shardPids []int
 }
 
 // startFanOutRig starts Mandible and Thorax with the broker on, registers targets
@@ -72,7 +78,7 @@ func startFanOutRig(t *testing.T, targets int) *fanOutRig {
 		ID: uniqueName("fanout"), DatabaseURL: url, Temporal: testenv.TemporalServer(t), PollInterval: "2s", Broker: &broker,
 	}
 	c.mandible = startSecureReplica(t, c.mandibleOptions, certs, fanOutHeartbeatTimeout)
-	r := &fanOutRig{execCluster: c, label: uniqueName("fleet"), targets: targets}
+	r := &fanOutRig{execCluster: c, label: uniqueName("fleet"), targets: targets, fileLimit: raiseFileLimit(t, targets)}
 	r.thorax = r.startThorax(t, broker)
 	instance := c.waitRegistered(t, r.thorax)
 
@@ -92,6 +98,36 @@ func startFanOutRig(t *testing.T, targets int) *fanOutRig {
 		return n == targets
 	}, fanOutAssignTimeout, 500*time.Millisecond, "not every agent polled thorax and got its target assigned")
 	return r
+}
+
+// filesPerAgent is what one in-process agent may hold open at the step's peak: its
+// TLS connection to Thorax, and its command's output pipe and standard input while the
+// shell starts; fileLimitSpare is room for the rest of the process.
+const (
+	filesPerAgent  = 4
+	fileLimitSpare = 4096
+)
+
+// raiseFileLimit raises this process's open-file limit, soft and hard, to what a fleet
+// of agents running their commands at once needs, where it is lower and the process
+// may (as root), and puts it back when the test ends. It returns the limit in force:
+// a fleet of 10,000 in one process needs more than the usual 20,000, which separate
+// hosts would each have to themselves.
+func raiseFileLimit(t *testing.T, agents int) uint64 {
+	t.Helper()
+	var was syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was))
+	want := uint64(agents*filesPerAgent + fileLimitSpare)
+	if was.Cur >= want {
+		return was.Cur
+	}
+	raised := syscall.Rlimit{Cur: want, Max: max(want, was.Max)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
+		t.Logf("open-file limit stays %d (wanted %d for %d agents): %v", was.Cur, want, agents, err)
+		return was.Cur
+	}
+	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was) })
+	return raised.Cur
 }
 
 // startThorax starts Thorax with the broker on and room for the whole fleet: it may
@@ -148,10 +184,80 @@ listen = %q
 	return &thoraxProcess{mantisProcess: r.startProcess(t, name, testenv.Binary(t, "thorax"), conf), AgentsAddr: addr}
 }
 
-// startAgents runs a poll agent for each name in this process until the test ends.
-// Each has its own certificate (agent/<name>), so Thorax's check that a poll names
-// the caller's own target holds for every one of them.
+// startAgents runs a poll agent for each name until the test ends: in this process, or,
+// for a fleet larger than fanOutAgentsPerProcess, in shard processes of at most that
+// many each (see startShards). Each agent has its own certificate (agent/<name>), so
+// Thorax's check that a poll names the caller's own target holds for every one of them.
 func (r *fanOutRig) startAgents(t *testing.T, names []string) {
+	t.Helper()
+	journals := fanOutJournals(t)
+	if len(names) > fanOutAgentsPerProcess {
+		r.startShards(t, names, journals)
+		return
+	}
+	logFile, err := os.Create(filepath.Join(r.dir, "agents.log"))
+	require.NoError(t, err)
+	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfgs := make([]config.Agent, len(names))
+	for i, name := range names {
+		cfgs[i] = r.agentConfig(t, name, filepath.Join(journals, name))
+	}
+	f := runAgents(cfgs, logger)
+	t.Cleanup(func() {
+		defer logFile.Close()
+		require.NoError(t, f.stop(), "in-process agents")
+	})
+}
+
+// fleet is poll agents running in this process, each an agent.Run of its own.
+type fleet struct {
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	fails   []error
+	cancels []context.CancelFunc
+}
+
+// runAgents starts an agent of each configuration in this process.
+func runAgents(cfgs []config.Agent, logger *slog.Logger) *fleet {
+	f := &fleet{}
+	for _, cfg := range cfgs {
+		// A context of its own, as in its own process: every poll's deadline is a
+		// child of it, and a parent shared by thousands of agents serializes them
+		// on its lock.
+		ctx, cancel := context.WithCancel(context.Background())
+		f.cancels = append(f.cancels, cancel)
+		f.wg.Go(func() {
+			if err := agent.Run(ctx, cfg, logger, nil); err != nil {
+				f.mu.Lock()
+				f.fails = append(f.fails, fmt.Errorf("agent %s: %w", cfg.Name, err))
+				f.mu.Unlock()
+			}
+		})
+	}
+	return f
+}
+
+// stop stops every agent and waits for them, at most fanOutAgentsStop, returning what
+// any of them failed with.
+func (f *fleet) stop() error {
+	for _, cancel := range f.cancels {
+		cancel()
+	}
+	stopped := make(chan struct{})
+	go func() { f.wg.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(fanOutAgentsStop):
+		return fmt.Errorf("the agents did not stop within %s", fanOutAgentsStop)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return errors.Join(f.fails...)
+}
+
+// fanOutJournals makes the directory the fleet's journals go in (on tmpfs where there
+// is one) and removes it when the test ends.
+func fanOutJournals(t *testing.T) string {
 	t.Helper()
 	base := fanOutJournalBase
 	if _, err := os.Stat(base); err != nil {
@@ -159,61 +265,33 @@ func (r *fanOutRig) startAgents(t *testing.T, names []string) {
 	}
 	journals, err := os.MkdirTemp(base, "mantis-fanout-")
 	require.NoError(t, err)
-	logFile, err := os.Create(filepath.Join(r.dir, "agents.log"))
-	require.NoError(t, err)
-	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		fails   []error
-		cancels []context.CancelFunc
-	)
-	t.Cleanup(func() {
-		for _, cancel := range cancels {
-			cancel()
-		}
-		stopped := make(chan struct{})
-		go func() { wg.Wait(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(fanOutAgentsStop):
-			t.Errorf("the in-process agents did not stop within %s", fanOutAgentsStop)
-		}
-		logFile.Close()
-		_ = os.RemoveAll(journals)
-		mu.Lock()
-		defer mu.Unlock()
-		require.NoError(t, errors.Join(fails...), "in-process agents")
-	})
-	for _, name := range names {
-		cfg := r.agentConfig(t, name, filepath.Join(journals, name))
-		// A context of its own, as in its own process: every poll's deadline is a
-		// child of it, and a parent shared by thousands of agents serializes them
-		// on its lock.
-		ctx, cancel := context.WithCancel(context.Background())
-		cancels = append(cancels, cancel)
-		wg.Go(func() {
-			if err := agent.Run(ctx, cfg, logger, nil); err != nil {
-				mu.Lock()
-				fails = append(fails, fmt.Errorf("agent %s: %w", cfg.Name, err))
-				mu.Unlock()
-			}
-		})
-	}
+	t.Cleanup(func() { _ = os.RemoveAll(journals) })
+	return journals
 }
 
-// agentConfig is the configuration of the poll agent of target name: the defaults,
-// with the short kill grace of the other test agents.
+// agentConfig is the configuration of the poll agent of target name, with a
+// certificate of its own.
 func (r *fanOutRig) agentConfig(t *testing.T, name, journal string) config.Agent {
 	t.Helper()
 	cert, key := r.issue(t, identity.RoleAgent, name)
+	cfg := fanOutAgent{Name: name, Cert: cert, Key: key, Journal: journal}.config(r.thorax.AgentsAddr, r.certs.CACert())
+	require.NoError(t, cfg.Validate(), "configuration of agent %s", name)
+	return cfg
+}
+
+// fanOutAgent is what one agent of the fleet needs beyond what all share.
+type fanOutAgent struct {
+	Name, Cert, Key, Journal string
+}
+
+// config is the agent's configuration: the defaults, polling the Thorax at addr, with
+// the short kill grace of the other test agents.
+func (a fanOutAgent) config(addr, caCert string) config.Agent {
 	cfg := config.DefaultAgent()
-	cfg.Name, cfg.Mode = name, config.ModePoll
-	cfg.Thorax = config.Endpoint{Address: r.thorax.AgentsAddr,
-		TLS: config.TLS{CACertPath: r.certs.CACert(), CertPath: cert, KeyPath: key}}
-	cfg.Journal.Dir = journal
+	cfg.Name, cfg.Mode = a.Name, config.ModePoll
+	cfg.Thorax = config.Endpoint{Address: addr, TLS: config.TLS{CACertPath: caCert, CertPath: a.Cert, KeyPath: a.Key}}
+	cfg.Journal.Dir = a.Journal
 	cfg.Exec.KillGrace = config.Duration{Duration: time.Second}
 	cfg.Exec.StopTimeout = config.Duration{Duration: 2 * time.Second}
-	require.NoError(t, cfg.Validate(), "configuration of agent %s", name)
 	return cfg
 }
