@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -296,6 +298,9 @@ func TestDrainedThoraxFinishesItsCommandAndHandsItsTargetOverAtNoCost(t *testing
 	t.Parallel()
 	const heartbeatTimeout = 3 * time.Second
 	c := setupExecCluster(t, heartbeatTimeout)
+	// The first command runs until the test has seen its target move (a gate file), so
+	// the drain must outlast however long that takes on a loaded machine.
+	c.thoraxDrainTimeout = "90s"
 	drained := c.startThorax(t)
 	drainedID := c.waitRegistered(t, drained)
 	agent := c.startListenAgent(t)
@@ -303,7 +308,9 @@ func TestDrainedThoraxFinishesItsCommandAndHandsItsTargetOverAtNoCost(t *testing
 	other := c.startThorax(t)
 	otherID := c.waitRegistered(t, other)
 
-	first := c.enqueue(t, schema.NewDispatchRequest{Target: agent.Name, Command: "sleep 3; echo first", Timeout: time.Minute})
+	gate := filepath.Join(t.TempDir(), "gate")
+	first := c.enqueue(t, schema.NewDispatchRequest{Target: agent.Name, Timeout: time.Minute,
+		Command: fmt.Sprintf("while [ ! -e %s ]; do sleep 0.1; done; echo first", gate)})
 	running := c.waitCommand(t, first, commandTimeout, "running")
 	require.Equal(t, drainedID, *running.Holder)
 
@@ -316,6 +323,7 @@ func TestDrainedThoraxFinishesItsCommandAndHandsItsTargetOverAtNoCost(t *testing
 	}, time.Minute, 50*time.Millisecond, "the draining instance kept its listen target")
 	require.False(t, drained.exited(), "the target moved at the drain's start, not when the instance was gone")
 	second := c.enqueue(t, schema.NewDispatchRequest{Target: agent.Name, Command: "echo second", Timeout: time.Minute})
+	require.NoError(t, os.WriteFile(gate, nil, 0o600), "opening the first command's gate")
 
 	done := c.waitCommand(t, first, time.Minute, "succeeded", "failed", "lost")
 	require.Equal(t, "succeeded", done.Status, "the draining instance finished and reported")

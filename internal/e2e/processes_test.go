@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,8 @@ type execCluster struct {
 	// extraConfig is TOML appended to the file of each process, by binary name
 	// ("thorax", "agent").
 	extraConfig map[string]string
+	// thoraxDrainTimeout is each Thorax's [drain] timeout; empty means 5 s.
+	thoraxDrainTimeout string
 }
 
 // secureReplica is a Mandible process whose gRPC port Thorax reaches over mTLS.
@@ -236,10 +239,10 @@ ca_cert_path = %q
 cert_path = %q
 key_path = %q
 [drain]
-timeout = "5s"
+timeout = %q
 `, name, c.mandible.GRPCAddr, c.certs.CACert(), cert, key,
 		thoraxPollInterval, thoraxPollInterval, thoraxHeartbeatInterval,
-		addr, c.certs.CACert(), cert, key)
+		addr, c.certs.CACert(), cert, key, cmp.Or(c.thoraxDrainTimeout, "5s"))
 	return &thoraxProcess{mantisProcess: c.startProcess(t, name, testenv.Binary(t, "thorax"), conf), AgentsAddr: addr}
 }
 
