@@ -36,7 +36,9 @@ func BenchmarkDispatchEndToEndNudges(b *testing.B) {
 	for range b.N * nudgeDispatchRounds {
 		scenario(b, "dispatch-with-nudges", func(t *testing.T) {
 			bb := setupBenchBroker(t)
-			mandible += runMandibleDrain(t, nudgeReplicas, &bb.b, func() int { return queuedNudges(t, bb) })
+			conn, ch := bb.dial(t) // one connection for the counts the drain polls
+			defer conn.Close()
+			mandible += runMandibleDrain(t, nudgeReplicas, &bb.b, func() int { return queuedNudges(t, ch) })
 			bare += runBarePublishes(t, bb, nudgeReplicas, e2eRequests)
 		})
 		scenario(b, "river", func(t *testing.T) { riverFast += runRiverDrain(t, nudgeReplicas, river.FetchCooldownMin) })
@@ -120,10 +122,8 @@ func publishConfirmed(ch *amqp.Channel, key string, bodies [][]byte) error {
 
 // queuedNudges is how many nudges wait in the three priority queues (no Thorax consumes
 // them here).
-func queuedNudges(t *testing.T, bb benchBroker) int {
+func queuedNudges(t *testing.T, ch *amqp.Channel) int {
 	t.Helper()
-	conn, ch := bb.dial(t)
-	defer conn.Close()
 	n := 0
 	for _, q := range []string{broker.HighQueue, broker.NormalQueue, broker.LowQueue} {
 		info, err := ch.QueueDeclarePassive(q, true, false, false, false, nil)
