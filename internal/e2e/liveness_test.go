@@ -215,10 +215,11 @@ func TestMonitorFailedDeploymentsWorkflowEndsAndNothingIsLeftRunning(t *testing.
 	tc, err := client.Dial(client.Options{HostPort: testenv.TemporalServer(t).Address, Namespace: testenv.TemporalServer(t).Namespace})
 	require.NoError(t, err)
 	defer tc.Close()
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		// A describe that times out on a loaded Temporal is asked again, not fatal.
 		d, err := rawDescription(tc.DescribeWorkflow(context.Background(), "deployment:"+id, ""))
-		require.NoError(t, err)
-		return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
+		require.NoError(ct, err)
+		require.Equal(ct, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, d.GetWorkflowExecutionInfo().GetStatus())
 	}, time.Minute, 200*time.Millisecond, "the workflow of the failed deployment kept running")
 
 	var running, notices int
