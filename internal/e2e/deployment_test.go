@@ -35,7 +35,24 @@ func api(t *testing.T, r *replica, method, path, body string) (int, map[string]a
 	if len(bytes.TrimSpace(raw)) > 0 {
 		require.NoError(t, json.Unmarshal(raw, &out), string(raw))
 	}
+	if resp.StatusCode >= http.StatusInternalServerError {
+		t.Logf("%s %s answered %d; the replica logged:\n%s", method, path, resp.StatusCode, r.errorLines())
+	}
 	return resp.StatusCode, out
+}
+
+// apiRetrying503 is api sent again, as the answer's Retry-After asks, while the replica
+// answers 503 (a server it depends on did not answer in time), for up to a minute.
+func apiRetrying503(t *testing.T, r *replica, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, out := api(t, r, method, path, body)
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return code, out
+		}
+		time.Sleep(time.Second) // the Retry-After of writeServerError
+	}
 }
 
 // fakeExecutor stands in for Thorax and its agents: it claims commands through the

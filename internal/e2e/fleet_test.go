@@ -62,7 +62,7 @@ func TestScheduleFiresAndDeploymentRuns(t *testing.T) {
 	name := uniqueName("every")
 	body := fmt.Sprintf(`{"name":%q,"every":"3s","spec":{"name":"scheduled-ship","targets":["%s"],"steps":[{"name":"s","command":"echo tick"}]}}`,
 		name, f.targets[0])
-	code, created := api(t, r, http.MethodPost, "/api/v1/schedules", body)
+	code, created := apiRetrying503(t, r, http.MethodPost, "/api/v1/schedules", body)
 	require.Equal(t, http.StatusCreated, code, created)
 	t.Cleanup(func() { api(t, r, http.MethodDelete, "/api/v1/schedules/"+name, "") })
 

@@ -219,6 +219,18 @@ func (r *replica) log() string {
 	return string(b)
 }
 
+// errorLines are the replica's log lines at level ERROR, the last 20 of them: what a
+// 5xx answer's "see the server log" points at.
+func (r *replica) errorLines() string {
+	var lines []string
+	for _, line := range strings.Split(r.log(), "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
 func tailString(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -58,7 +58,7 @@ func TestFreezeWebhookAndScheduleOnTwentyRealAgents(t *testing.T) {
 
 	name := uniqueName("fleet-every")
 	spec := f.specJSON(t, `{"name":"fleet-scheduled","targets":%[1]s,"steps":[{"name":"s","command":"echo tick >> %[2]s/$MANTIS_TARGET"}]}`)
-	code, created := api(t, f.r, http.MethodPost, "/api/v1/schedules", fmt.Sprintf(`{"name":%q,"every":"5s","spec":%s}`, name, spec))
+	code, created := apiRetrying503(t, f.r, http.MethodPost, "/api/v1/schedules", fmt.Sprintf(`{"name":%q,"every":"5s","spec":%s}`, name, spec))
 	require.Equal(t, http.StatusCreated, code, created)
 	t.Cleanup(func() { api(t, f.r, http.MethodDelete, "/api/v1/schedules/"+name, "") })
 	require.Eventually(t, func() bool {

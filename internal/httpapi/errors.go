@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/schema"
@@ -26,10 +30,43 @@ func writeInputError(w http.ResponseWriter, r *http.Request, err *schema.InputEr
 	api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(), fields...)
 }
 
-// writeServerError logs err and answers 500 without leaking it.
+// writeServerError logs err and answers without leaking it: 503 with Retry-After
+// when a server Mandible depends on did not answer in time or is overloaded (the
+// request may succeed if sent again), 500 otherwise.
 func writeServerError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
 	logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	if which, ok := unavailableDependency(err); ok {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		api.WriteError(w, r, http.StatusServiceUnavailable, api.CodeUnavailable,
+			which+" did not answer in time or is overloaded; try again")
+		return
+	}
 	api.WriteError(w, r, http.StatusInternalServerError, api.CodeInternal, "internal error; see the server log")
+}
+
+// retryAfterSeconds is the Retry-After of a 503 for an unavailable dependency.
+const retryAfterSeconds = "1"
+
+// unavailableDependency names the server behind a transient err: Temporal for
+// gRPC's Unavailable, ResourceExhausted and DeadlineExceeded, PostgreSQL for a
+// failed connection or a statement timeout, and "a server Mandible depends on" for
+// a deadline that expired in Mandible itself.
+func unavailableDependency(err error) (string, bool) {
+	var (
+		unavailable *serviceerror.Unavailable
+		exhausted   *serviceerror.ResourceExhausted
+		deadline    *serviceerror.DeadlineExceeded
+		connect     *pgconn.ConnectError
+	)
+	switch {
+	case errors.As(err, &unavailable), errors.As(err, &exhausted), errors.As(err, &deadline):
+		return "Temporal", true
+	case errors.As(err, &connect), pgconn.Timeout(err):
+		return "PostgreSQL", true
+	case errors.Is(err, context.DeadlineExceeded):
+		return "a server Mandible depends on", true
+	}
+	return "", false
 }
 
 // decodeJSON reads one JSON value of at most limit bytes into v, refusing unknown

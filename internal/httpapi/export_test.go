@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"log/slog"
+	"net/http"
+
 	"go.temporal.io/sdk/client"
 
 	"github.com/mantis-deploy/mantis/internal/api"
@@ -25,4 +28,9 @@ func Routes(temporal client.Client) []RouteScope {
 		out = append(out, RouteScope{Pattern: p})
 	}
 	return out
+}
+
+// WriteServerError is writeServerError with a discarding logger.
+func WriteServerError(w http.ResponseWriter, r *http.Request, err error) {
+	writeServerError(w, r, slog.New(slog.DiscardHandler), err)
 }

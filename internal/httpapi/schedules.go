@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/spec"
@@ -60,18 +61,41 @@ func (s *server) createSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.createTemporalSchedule(r, body, every, d); err != nil {
-		_ = schema.DeleteSchedule(context.WithoutCancel(r.Context()), s.db, body.Name)
+		s.undoScheduleCreate(r, body.Name, err)
 		var invalid *serviceerror.InvalidArgument
-		if errors.As(err, &invalid) {
+		switch {
+		case errors.As(err, &invalid):
 			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "Temporal refused the schedule",
 				api.FieldProblem{Field: "cron", Problem: invalid.Message})
-			return
+		case errors.Is(err, temporal.ErrScheduleAlreadyRunning):
+			api.WriteError(w, r, http.StatusConflict, api.CodeAlreadyExists, fmt.Sprintf(
+				"Temporal already has a schedule %q that the catalogue does not list; delete it there first", ScheduleID(body.Name)))
+		default:
+			writeServerError(w, r, s.logger, err)
 		}
-		writeServerError(w, r, s.logger, err)
 		return
 	}
 	s.logger.InfoContext(r.Context(), "schedule created", "schedule", body.Name, "cron", body.Cron, "every", every, "actor", actor(r))
 	api.WriteJSON(w, http.StatusCreated, s.scheduleView(r.Context(), schema.Schedule{Name: body.Name, Cron: body.Cron, Every: every}, d.Name))
+}
+
+// undoScheduleCreate takes a schedule whose Temporal side failed (createErr) back
+// out of the catalogue. Unless Temporal refused it outright, the Temporal schedule
+// is deleted too: a create whose answer was lost may have made it, and a retry of
+// the request must not find it there.
+func (s *server) undoScheduleCreate(r *http.Request, name string, createErr error) {
+	ctx := context.WithoutCancel(r.Context())
+	var invalid *serviceerror.InvalidArgument
+	if !errors.As(createErr, &invalid) && !errors.Is(createErr, temporal.ErrScheduleAlreadyRunning) {
+		ctx, cancel := context.WithTimeout(ctx, scheduleDescribeDeadline)
+		defer cancel()
+		var notFound *serviceerror.NotFound
+		if err := s.temporal.ScheduleClient().GetHandle(ctx, ScheduleID(name)).Delete(ctx); err != nil && !errors.As(err, &notFound) {
+			s.logger.WarnContext(ctx, "a failed schedule create left its Temporal schedule; delete it by hand",
+				"schedule", ScheduleID(name), "err", err)
+		}
+	}
+	_ = schema.DeleteSchedule(ctx, s.db, name)
 }
 
 // scheduleTiming checks the name and that exactly one of cron and every is set,
