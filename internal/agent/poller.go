@@ -57,6 +57,8 @@ type Poller struct {
 	results     chan report
 	// output reports the runs' live output to Thorax.
 	output *pollOutput
+	// held are the commands the agent owes a result for, named in each poll.
+	held *heldCommands
 }
 
 // report is a result waiting to be reported under a command's id and lease.
@@ -112,6 +114,7 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 		logger:      logger.With("target", cfg.Name, "thorax_address", cfg.Thorax.Address),
 		stopTimeout: cfg.Exec.StopTimeout.Duration,
 		results:     make(chan report, ResultBuffer),
+		held:        newHeldCommands(),
 	}
 	p.output = newPollOutput(cfg.Name, p.client, p.logger)
 	runner.output = p.output
@@ -159,6 +162,9 @@ func (p *Poller) Run(ctx context.Context) error {
 	var commands sync.WaitGroup
 	if pending := p.runner.journal.Pending(); len(pending) > 0 {
 		p.logger.InfoContext(ctx, "reporting results journaled before a restart", "results", len(pending))
+		for _, pr := range pending {
+			p.held.add(pr.CommandID)
+		}
 		commands.Go(func() {
 			for _, pr := range pending {
 				p.enqueue(reportCtx, report{key: pr.Key, commandID: pr.CommandID, leaseEpoch: pr.LeaseEpoch,
@@ -206,11 +212,14 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 		if err != nil {
 			return
 		}
+		held, complete := p.held.names()
 		callCtx, cancel := context.WithTimeout(ctx, PollWait+pollGrace)
 		resp, err := p.client.PollCommands(callCtx, &mantisv1.PollCommandsRequest{
-			Target:      p.target,
-			MaxCommands: int32(n),
-			Wait:        durationpb.New(PollWait),
+			Target:         p.target,
+			MaxCommands:    int32(n),
+			Wait:           durationpb.New(PollWait),
+			HeldCommandIds: held,
+			NamesHeld:      complete,
 		})
 		cancel()
 		if err != nil {
@@ -238,6 +247,9 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 			}
 		}
 		cmds := resp.GetCommands()
+		for _, cmd := range cmds {
+			p.held.add(cmd.GetId())
+		}
 		if len(cmds) < n {
 			p.runner.release(n - len(cmds))
 		}
@@ -358,6 +370,7 @@ func (p *Poller) deliver(ctx context.Context, r report) {
 
 // acknowledged records that Thorax answered r for good.
 func (p *Poller) acknowledged(ctx context.Context, r report) {
+	p.held.remove(r.commandID)
 	if r.key == "" {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,4 +384,31 @@ func TestPollReportsJournaledResultsAfterRestart(t *testing.T) {
 	require.Equal(t, int64(5), got[cut.Id].LeaseEpoch)
 	require.Equal(t, agent.RestartedError, got[cut.Id].Result.Error)
 	require.Equal(t, cut.DispatchRequestId, got[cut.Id].DispatchRequestId)
+}
+
+// Each poll names the commands the agent holds, from their arrival until Thorax
+// takes their result, so that Thorax can hand again what an answer lost.
+func TestPollNamesTheCommandsItHoldsUntilTheirResultIsTaken(t *testing.T) {
+	t.Parallel()
+	s := setupPoll(t, func(c *config.Agent) { c.Exec.MaxConcurrent = 2 })
+	first := recv(t, s.thorax.polls)
+	require.True(t, first.req.NamesHeld)
+	require.Empty(t, first.req.HeldCommandIds)
+
+	pipe := fifo(t)
+	a := command("cat " + pipe)
+	s.thorax.commands <- a
+	next := recv(t, s.thorax.polls)
+	require.True(t, next.req.NamesHeld)
+	require.Equal(t, []string{a.Id}, next.req.HeldCommandIds, "a runs")
+
+	require.NoError(t, openFIFO(t, pipe).Close())
+	require.Equal(t, int32(0), s.result(t, a.Id).ExitCode)
+	require.Eventually(t, func() bool {
+		noop := command("true")
+		s.thorax.commands <- noop
+		p := recv(t, s.thorax.polls)
+		s.result(t, noop.Id)
+		return p.req.NamesHeld && !slices.Contains(p.req.HeldCommandIds, a.Id)
+	}, 20*time.Second, 10*time.Millisecond, "a is still named after Thorax took its result")
 }

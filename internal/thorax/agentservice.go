@@ -116,6 +116,11 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 		wait = min(wait, maxPollWait)
 	}
 
+	held, err := heldNames(req)
+	if err != nil {
+		return nil, err
+	}
+
 	t := s.t
 	target := req.GetTarget()
 	if t.book.beginPoll(target, 3*max(wait, t.pollWindowFloor), time.Now()) {
@@ -123,6 +128,13 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 		t.wakeFetch()
 	}
 	defer func() { t.book.endPoll(target, time.Now()) }()
+	rehanded, release := t.book.rehandLost(target, held)
+	if rehanded+len(release) > 0 {
+		t.logger.InfoContext(ctx, "poll agent does not hold commands handed to it: the answer never reached it; handing them again",
+			"target", target, "commands", rehanded+len(release))
+		t.metrics.rehandedCommands(rehanded)
+		t.release(t.workContext(ctx), release, "handed to a poll agent that never received them, while draining")
+	}
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -157,6 +169,31 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 		case <-wake:
 		}
 	}
+}
+
+// maxHeldNames is the most command ids a poll may name in held_command_ids.
+const maxHeldNames = 1024
+
+// heldNames checks a poll's held_command_ids and returns them as a set when
+// names_held says they are complete, or nil.
+func heldNames(req *mantisv1.PollCommandsRequest) (map[string]bool, error) {
+	ids := req.GetHeldCommandIds()
+	if len(ids) > maxHeldNames {
+		return nil, status.Errorf(codes.InvalidArgument, "held_command_ids: at most %d ids, got %d", maxHeldNames, len(ids))
+	}
+	for i, id := range ids {
+		if _, err := uuid.Parse(id); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "held_command_ids[%d]: must be a UUID, got %s", i, echo(id))
+		}
+	}
+	if !req.GetNamesHeld() {
+		return nil, nil
+	}
+	held := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+	}
+	return held, nil
 }
 
 // ReportResult stores the result of a command the reporting target's agent

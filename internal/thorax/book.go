@@ -61,6 +61,9 @@ type pollTarget struct {
 	// cancels are commands its agent took that were cancelled since: the next
 	// poll tells the agent to kill them.
 	cancels []string
+	// handed are the commands polls handed to the target, by id; entries that left
+	// stateHanded are pruned at the next poll (book.rehandLost).
+	handed map[string]*holding
 }
 
 func (p *pollTarget) connected(now time.Time) bool {

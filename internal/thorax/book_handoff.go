@@ -77,11 +77,43 @@ func (b *book) takePoll(target string, n int, deadline func(*mantisv1.Command) t
 	t := b.target(target)
 	cancels, t.cancels = t.cancels, nil
 	taken = t.queue.pop(n)
+	if len(taken) > 0 && t.handed == nil {
+		t.handed = map[string]*holding{}
+	}
 	for _, h := range taken {
 		h.state = stateHanded
 		h.deadline = deadline(h.cmd)
+		t.handed[h.cmd.GetId()] = h
 	}
 	return taken, cancels, t.wake, false
+}
+
+// rehandLost is called as a poll of target begins. With held, the complete list
+// of commands its agent holds, every command polls handed to the target that held
+// does not name goes back to the head of its queue (an answer that ended before it
+// reached the agent), to be handed again; while draining it is returned for
+// release instead. A command the agent was asked to cancel is not handed again: it
+// waits for its deadline as before. Without held (nil) it only forgets commands
+// that left stateHanded.
+func (b *book) rehandLost(target string, held map[string]bool) (rehanded int, release []*holding) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.targets[target]
+	if !ok {
+		return 0, nil
+	}
+	var lost []*holding
+	for id, h := range t.handed {
+		switch {
+		case b.held[id] != h || h.state != stateHanded:
+			delete(t.handed, id)
+		case held != nil && !held[id] && !h.cancelAsked:
+			delete(t.handed, id)
+			lost = append(lost, h)
+		}
+	}
+	release = b.unhandLocked(lost)
+	return len(lost) - len(release), release
 }
 
 // recancel queues cancellations a poll could not deliver for the target's next poll.
@@ -100,6 +132,11 @@ func (b *book) recancel(target string, ids []string) {
 func (b *book) unhand(hs []*holding) (release []*holding) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.unhandLocked(hs)
+}
+
+// unhandLocked is unhand for a caller that holds mu.
+func (b *book) unhandLocked(hs []*holding) (release []*holding) {
 	for _, h := range hs {
 		if b.draining {
 			delete(b.held, h.cmd.GetId())

@@ -30,6 +30,9 @@ const (
 	ResultsRefusedMetric = "mantis_thorax_results_refused_total"
 	// DrainAbandonedMetric counts commands still out to agents when a drain timed out.
 	DrainAbandonedMetric = "mantis_thorax_drain_abandoned_commands_total"
+	// RehandedMetric counts commands handed to a poll agent again because the agent,
+	// naming what it holds, did not name them: the answer that carried them was lost.
+	RehandedMetric = "mantis_thorax_commands_rehanded_total"
 )
 
 // Outcomes of a nudge (the outcome label of NudgesMetric).
@@ -57,6 +60,7 @@ type metrics struct {
 	refused        prometheus.Counter
 	drainDuration  prometheus.Histogram
 	drainAbandoned prometheus.Counter
+	rehanded       prometheus.Counter
 	held           prometheus.GaugeFunc
 	registered     prometheus.GaugeFunc
 	rpc            *rpcmetrics.Metrics
@@ -84,6 +88,9 @@ func newMetrics(t *Thorax, reg prometheus.Registerer) *metrics {
 		drainAbandoned: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: DrainAbandonedMetric, Help: "Commands still out to agents when a drain timed out.",
 		}),
+		rehanded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: RehandedMetric, Help: "Commands handed to a poll agent again: the agent's poll did not name them among those it holds, so the answer that carried them never reached it.",
+		}),
 		held: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: CommandsHeldMetric, Help: "Commands this instance holds: claimed and not yet ended.",
 		}, func() float64 { return float64(t.book.heldCount()) }),
@@ -97,7 +104,7 @@ func newMetrics(t *Thorax, reg prometheus.Registerer) *metrics {
 		}),
 		rpc: rpcmetrics.New(reg),
 	}
-	reg.MustRegister(m.nudges, m.fetches, m.fetched, m.refused, m.drainDuration, m.drainAbandoned, m.held, m.registered)
+	reg.MustRegister(m.nudges, m.fetches, m.fetched, m.refused, m.drainDuration, m.drainAbandoned, m.rehanded, m.held, m.registered)
 	return m
 }
 
@@ -117,7 +124,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.nudges, m.fetches, m.fetched, m.refused, m.drainDuration, m.drainAbandoned, m.held, m.registered, m.rpc}
+	return []prometheus.Collector{m.nudges, m.fetches, m.fetched, m.refused, m.drainDuration, m.drainAbandoned, m.rehanded, m.held, m.registered, m.rpc}
 }
 
 // fetchedCommands counts one fetch and the commands it claimed.
@@ -133,6 +140,13 @@ func (m *metrics) fetchedCommands(n int, err error) {
 	default:
 		m.fetches.WithLabelValues(fetchOK).Inc()
 		m.fetched.Add(float64(n))
+	}
+}
+
+// rehandedCommands counts n commands handed to a poll agent again.
+func (m *metrics) rehandedCommands(n int) {
+	if m != nil && n > 0 {
+		m.rehanded.Add(float64(n))
 	}
 }
 
