@@ -244,6 +244,19 @@ func (m *fakeMandible) fetchList() []*mantisv1.FetchPendingCommandsRequest {
 	return slices.Clone(m.fetches)
 }
 
+// waitFetchFor waits for a claim that includes the poll target.
+func (m *fakeMandible) waitFetchFor(t *testing.T, target string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, fe := range m.fetchList() {
+			if slices.Contains(fe.GetPollTargets(), target) {
+				return true
+			}
+		}
+		return false
+	}, waitFor, 10*time.Millisecond)
+}
+
 func (m *fakeMandible) pendingCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

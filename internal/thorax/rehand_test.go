@@ -45,14 +45,7 @@ func TestPollHandsAgainWhatTheAgentDoesNotNameAsHeld(t *testing.T) {
 		require.NoError(t, err)
 		first <- resp
 	}()
-	require.Eventually(t, func() bool {
-		for _, fe := range f.mandible.fetchList() {
-			if slices.Contains(fe.GetPollTargets(), "web-poll") {
-				return true
-			}
-		}
-		return false
-	}, waitFor, 10*time.Millisecond)
+	f.mandible.waitFetchFor(t, "web-poll")
 	f.mandible.queue(pollCommand("cmd-a", "web-poll", 1), pollCommand("cmd-b", "web-poll", 1))
 	got := receive(t, first)
 	require.NotEmpty(t, got.GetCommands())

@@ -105,14 +105,7 @@ func TestPollCommandIsLongPolledAndItsReportedResultStored(t *testing.T) {
 	}()
 	// Only once the waiting agent makes its target part of the claims does the
 	// command become claimable: the answer comes from the wake-up, not the wait.
-	require.Eventually(t, func() bool {
-		for _, fe := range f.mandible.fetchList() {
-			if slices.Contains(fe.GetPollTargets(), "web-poll") {
-				return true
-			}
-		}
-		return false
-	}, waitFor, 10*time.Millisecond)
+	f.mandible.waitFetchFor(t, "web-poll")
 	f.mandible.queue(pollCommand("cmd-poll", "web-poll", 3))
 
 	got := receive(t, polled)
