@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
@@ -59,6 +60,9 @@ type Poller struct {
 	output *pollOutput
 	// held are the commands the agent owes a result for, named in each poll.
 	held *heldCommands
+	// session tells this process's polls from those of any other agent process
+	// of the target: Thorax hands again only what this session's polls took.
+	session string
 }
 
 // report is a result waiting to be reported under a command's id and lease.
@@ -115,6 +119,7 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 		stopTimeout: cfg.Exec.StopTimeout.Duration,
 		results:     make(chan report, ResultBuffer),
 		held:        newHeldCommands(),
+		session:     uuid.NewString(),
 	}
 	p.output = newPollOutput(cfg.Name, p.client, p.logger)
 	runner.output = p.output
@@ -220,6 +225,7 @@ func (p *Poller) poll(ctx, reportCtx context.Context, commands *sync.WaitGroup) 
 			Wait:           durationpb.New(PollWait),
 			HeldCommandIds: held,
 			NamesHeld:      complete,
+			Session:        p.session,
 		})
 		cancel()
 		if err != nil {

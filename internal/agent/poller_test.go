@@ -394,6 +394,7 @@ func TestPollNamesTheCommandsItHoldsUntilTheirResultIsTaken(t *testing.T) {
 	first := recv(t, s.thorax.polls)
 	require.True(t, first.req.NamesHeld)
 	require.Empty(t, first.req.HeldCommandIds)
+	require.NotEmpty(t, first.req.Session)
 
 	pipe := fifo(t)
 	a := command("cat " + pipe)
@@ -401,6 +402,7 @@ func TestPollNamesTheCommandsItHoldsUntilTheirResultIsTaken(t *testing.T) {
 	next := recv(t, s.thorax.polls)
 	require.True(t, next.req.NamesHeld)
 	require.Equal(t, []string{a.Id}, next.req.HeldCommandIds, "a runs")
+	require.Equal(t, first.req.Session, next.req.Session, "one session per agent process")
 
 	require.NoError(t, openFIFO(t, pipe).Close())
 	require.Equal(t, int32(0), s.result(t, a.Id).ExitCode)

@@ -128,7 +128,7 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 		t.wakeFetch()
 	}
 	defer func() { t.book.endPoll(target, time.Now()) }()
-	rehanded, release := t.book.rehandLost(target, held)
+	rehanded, release := t.book.rehandLost(target, req.GetSession(), held)
 	if rehanded+len(release) > 0 {
 		t.logger.InfoContext(ctx, "poll agent does not hold commands handed to it: the answer never reached it; handing them again",
 			"target", target, "commands", rehanded+len(release))
@@ -139,7 +139,7 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
-		taken, cancels, wake, draining := t.book.takePoll(target, int(req.GetMaxCommands()), func(c *mantisv1.Command) time.Time {
+		taken, cancels, wake, draining := t.book.takePoll(target, req.GetSession(), int(req.GetMaxCommands()), func(c *mantisv1.Command) time.Time {
 			return time.Now().Add(t.resultWait(c))
 		})
 		if len(taken) > 0 || len(cancels) > 0 {
@@ -174,9 +174,18 @@ func (s *agentService) PollCommands(ctx context.Context, req *mantisv1.PollComma
 // maxHeldNames is the most command ids a poll may name in held_command_ids.
 const maxHeldNames = 1024
 
-// heldNames checks a poll's held_command_ids and returns them as a set when
-// names_held says they are complete, or nil.
+// sessionPattern is what a poll's session may be.
+var sessionPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// heldNames checks a poll's session and held_command_ids and returns the ids as
+// a set when names_held says they are complete, or nil.
 func heldNames(req *mantisv1.PollCommandsRequest) (map[string]bool, error) {
+	switch session := req.GetSession(); {
+	case session == "" && req.GetNamesHeld():
+		return nil, status.Error(codes.InvalidArgument, "session: required with names_held")
+	case session != "" && !sessionPattern.MatchString(session):
+		return nil, status.Errorf(codes.InvalidArgument, "session: must match %s, got %s", sessionPattern, echo(session))
+	}
 	ids := req.GetHeldCommandIds()
 	if len(ids) > maxHeldNames {
 		return nil, status.Errorf(codes.InvalidArgument, "held_command_ids: at most %d ids, got %d", maxHeldNames, len(ids))

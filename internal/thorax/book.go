@@ -33,6 +33,9 @@ type holding struct {
 	// deadline is when a poll-mode agent that took the command is overdue
 	// with its result.
 	deadline time.Time
+	// session is the agent process whose poll took it, "" when that poll named
+	// none.
+	session string
 	// cancelAsked says its agent was asked to cancel it: Mandible repeats a
 	// cancellation on every heartbeat until the command ends.
 	cancelAsked bool

@@ -64,11 +64,11 @@ func (b *book) endPoll(target string, now time.Time) {
 	t.lastSeen = now
 }
 
-// takePoll hands up to n of target's queued commands to its agent, each owing
-// its result by deadline(cmd), with the commands its agent must kill. When there
-// are none it returns a channel that is closed when that may have changed;
-// draining says no command will come.
-func (b *book) takePoll(target string, n int, deadline func(*mantisv1.Command) time.Time) (taken []*holding, cancels []string, wake <-chan struct{}, draining bool) {
+// takePoll hands up to n of target's queued commands to its agent's session,
+// each owing its result by deadline(cmd), with the commands its agent must kill.
+// When there are none it returns a channel that is closed when that may have
+// changed; draining says no command will come.
+func (b *book) takePoll(target, session string, n int, deadline func(*mantisv1.Command) time.Time) (taken []*holding, cancels []string, wake <-chan struct{}, draining bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.draining {
@@ -83,19 +83,20 @@ func (b *book) takePoll(target string, n int, deadline func(*mantisv1.Command) t
 	for _, h := range taken {
 		h.state = stateHanded
 		h.deadline = deadline(h.cmd)
+		h.session = session
 		t.handed[h.cmd.GetId()] = h
 	}
 	return taken, cancels, t.wake, false
 }
 
 // rehandLost is called as a poll of target begins. With held, the complete list
-// of commands its agent holds, every command polls handed to the target that held
-// does not name goes back to the head of its queue (an answer that ended before it
-// reached the agent), to be handed again; while draining it is returned for
-// release instead. A command the agent was asked to cancel is not handed again: it
-// waits for its deadline as before. Without held (nil) it only forgets commands
-// that left stateHanded.
-func (b *book) rehandLost(target string, held map[string]bool) (rehanded int, release []*holding) {
+// of commands the polling agent session holds, every command polls of that session
+// took that held does not name goes back to the head of the target's queue (an
+// answer that ended before it reached the agent), to be handed again; while
+// draining it is returned for release instead. A command the agent was asked to
+// cancel is not handed again: it waits for its deadline as before. Without held
+// (nil) it only forgets commands that left stateHanded.
+func (b *book) rehandLost(target, session string, held map[string]bool) (rehanded int, release []*holding) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.targets[target]
@@ -107,7 +108,7 @@ func (b *book) rehandLost(target string, held map[string]bool) (rehanded int, re
 		switch {
 		case b.held[id] != h || h.state != stateHanded:
 			delete(t.handed, id)
-		case held != nil && !held[id] && !h.cancelAsked:
+		case held != nil && h.session == session && !held[id] && !h.cancelAsked:
 			delete(t.handed, id)
 			lost = append(lost, h)
 		}

@@ -27,7 +27,7 @@ func TestPollQueueHandsOutHighBeforeNormalBeforeLow(t *testing.T) {
 	never := func(*mantisv1.Command) time.Time { return time.Now().Add(time.Hour) }
 	var order []string
 	for {
-		taken, _, _, _ := b.takePoll("web-poll", 2, never)
+		taken, _, _, _ := b.takePoll("web-poll", "", 2, never)
 		if len(taken) == 0 {
 			break
 		}

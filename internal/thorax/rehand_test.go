@@ -2,6 +2,7 @@ package thorax
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,14 @@ import (
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
-// pollNaming is a poll that names the commands its agent holds.
+// pollNaming is a poll of the agent session "s1" that names the commands it holds.
 func pollNaming(target string, wait time.Duration, held ...string) *mantisv1.PollCommandsRequest {
+	return pollOfSession("s1", target, wait, held...)
+}
+
+func pollOfSession(session, target string, wait time.Duration, held ...string) *mantisv1.PollCommandsRequest {
 	req := poll(target, 10, wait)
-	req.HeldCommandIds, req.NamesHeld = held, true
+	req.Session, req.HeldCommandIds, req.NamesHeld = session, held, true
 	return req
 }
 
@@ -41,7 +46,7 @@ func TestPollHandsAgainWhatTheAgentDoesNotNameAsHeld(t *testing.T) {
 
 	first := make(chan *mantisv1.PollCommandsResponse, 1)
 	go func() {
-		resp, err := client.PollCommands(t.Context(), poll("web-poll", 10, 50*time.Second))
+		resp, err := client.PollCommands(t.Context(), pollNaming("web-poll", 50*time.Second))
 		require.NoError(t, err)
 		first <- resp
 	}()
@@ -58,6 +63,12 @@ func TestPollHandsAgainWhatTheAgentDoesNotNameAsHeld(t *testing.T) {
 	// The agent never saw those answers. A poll that does not name what it holds
 	// gets nothing.
 	resp, err := client.PollCommands(t.Context(), poll("web-poll", 10, 100*time.Millisecond))
+	require.NoError(t, err)
+	require.Empty(t, resp.GetCommands())
+
+	// Another agent process of the same target (a second agent wrongly started for
+	// it) naming nothing does not take what the first one's polls took.
+	resp, err = client.PollCommands(t.Context(), pollOfSession("s2", "web-poll", 100*time.Millisecond))
 	require.NoError(t, err)
 	require.Empty(t, resp.GetCommands())
 
@@ -83,7 +94,8 @@ func TestPollHandsAgainWhatTheAgentDoesNotNameAsHeld(t *testing.T) {
 	require.Empty(t, resp.GetCommands())
 }
 
-// A poll's list of held commands is bounded and each entry must be a UUID.
+// A poll's list of held commands is bounded and each entry must be a UUID; the
+// session that names them is required and bounded.
 func TestPollRefusesABadListOfHeldCommands(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -102,6 +114,18 @@ func TestPollRefusesABadListOfHeldCommands(t *testing.T) {
 		{[]string{commandID("c"), "not-a-uuid"}, "held_command_ids[1]: must be a UUID"},
 	} {
 		_, err := client.PollCommands(t.Context(), pollNaming("web-poll", 0, tc.held...))
+		require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+		require.Contains(t, status.Convert(err).Message(), tc.want)
+	}
+	for _, tc := range []struct {
+		session string
+		want    string
+	}{
+		{"", "session: required with names_held"},
+		{"two words", "session: must match"},
+		{strings.Repeat("s", 65), "session: must match"},
+	} {
+		_, err := client.PollCommands(t.Context(), pollOfSession(tc.session, "web-poll", 0))
 		require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
 		require.Contains(t, status.Convert(err).Message(), tc.want)
 	}

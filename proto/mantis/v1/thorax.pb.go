@@ -35,11 +35,17 @@ type PollCommandsRequest struct {
 	// with the result not yet taken (at most 1,024 ids).
 	HeldCommandIds []string `protobuf:"bytes,4,rep,name=held_command_ids,json=heldCommandIds,proto3" json:"held_command_ids,omitempty"`
 	// names_held says held_command_ids is complete. Thorax then hands again, in this
-	// answer, every command it handed to this target that the list does not name:
-	// an answer that never reached the agent (its call ended first) loses nothing.
-	// An agent that cannot name them all (or predates the field) leaves it false,
-	// and such commands wait for their result deadline as before.
-	NamesHeld     bool `protobuf:"varint,5,opt,name=names_held,json=namesHeld,proto3" json:"names_held,omitempty"`
+	// answer, every command it handed to this session's polls that the list does not
+	// name: an answer that never reached the agent (its call ended first) loses
+	// nothing. An agent that cannot name them all (or predates the field) leaves it
+	// false, and such commands wait for their result deadline as before.
+	NamesHeld bool `protobuf:"varint,5,opt,name=names_held,json=namesHeld,proto3" json:"names_held,omitempty"`
+	// session identifies the agent process that polls: a random id it picks at
+	// start (1-64 characters of letters, digits, '-' and '_'; required with
+	// names_held). Commands handed to another session, such as a second agent
+	// wrongly started for the same target, are never handed again by this one's
+	// polls.
+	Session       string `protobuf:"bytes,6,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +113,13 @@ func (x *PollCommandsRequest) GetNamesHeld() bool {
 		return x.NamesHeld
 	}
 	return false
+}
+
+func (x *PollCommandsRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
 }
 
 type PollCommandsResponse struct {
@@ -284,14 +297,15 @@ var File_mantis_v1_thorax_proto protoreflect.FileDescriptor
 
 const file_mantis_v1_thorax_proto_rawDesc = "" +
 	"\n" +
-	"\x16mantis/v1/thorax.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x17mantis/v1/command.proto\x1a\x16mantis/v1/output.proto\"\xc8\x01\n" +
+	"\x16mantis/v1/thorax.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x17mantis/v1/command.proto\x1a\x16mantis/v1/output.proto\"\xe2\x01\n" +
 	"\x13PollCommandsRequest\x12\x16\n" +
 	"\x06target\x18\x01 \x01(\tR\x06target\x12!\n" +
 	"\fmax_commands\x18\x02 \x01(\x05R\vmaxCommands\x12-\n" +
 	"\x04wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12(\n" +
 	"\x10held_command_ids\x18\x04 \x03(\tR\x0eheldCommandIds\x12\x1d\n" +
 	"\n" +
-	"names_held\x18\x05 \x01(\bR\tnamesHeld\"t\n" +
+	"names_held\x18\x05 \x01(\bR\tnamesHeld\x12\x18\n" +
+	"\asession\x18\x06 \x01(\tR\asession\"t\n" +
 	"\x14PollCommandsResponse\x12.\n" +
 	"\bcommands\x18\x01 \x03(\v2\x12.mantis.v1.CommandR\bcommands\x12,\n" +
 	"\x12cancel_command_ids\x18\x02 \x03(\tR\x10cancelCommandIds\"\xcf\x01\n" +
