@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/soak"
+	"github.com/mantis-deploy/mantis/internal/thorax"
 )
 
 // The fan-out benchmark (`make bench BENCH=FanOut`): deployments of `true` on 1,000 and
@@ -92,8 +93,10 @@ type fanOutResult struct {
 	// mandibleRSS and thoraxRSS are peak resident sets (VmHWM); agentsRSS is the
 	// resident set of this process and its agent shards after the last result.
 	mandibleRSS, thoraxRSS, agentsRSS int64
-	// calls are Thorax's gRPC calls from create to the last result.
-	calls []rpcTime
+	// calls are Thorax's gRPC calls from create to the last result; rehanded, the
+	// commands it handed to a poll agent again because the answer was lost.
+	calls    []rpcTime
+	rehanded float64
 	// loadBefore and loadAfter are /proc/loadavg at create and at the last result.
 	loadBefore, loadAfter string
 	// fileLimit is the benchmark process's open-file limit (see raiseFileLimit).
@@ -135,7 +138,9 @@ func (r *fanOutRig) deploy(t *testing.T, fc fanOutCase) fanOutResult {
 	observed := waitForCountEvery(t, r.pool, fanOutResultPoll, fanOutDeployTimeout, want,
 		`SELECT count(*) FROM command_queue WHERE deployment_id = $1 AND status = 'succeeded'`, id)
 	after := r.readCPU(t, pids)
-	res.calls = thoraxCalls(callsBefore, scrapeText(t, r.thoraxMetrics))
+	callsAfter := scrapeText(t, r.thoraxMetrics)
+	res.calls = thoraxCalls(callsBefore, callsAfter)
+	res.rehanded = counterSum(callsAfter, thorax.RehandedMetric) - counterSum(callsBefore, thorax.RehandedMetric)
 	res.loadAfter = loadAverage(t)
 	res.observed = observed.Sub(start)
 	res.cpu, res.sessions = after.sub(before)
@@ -211,6 +216,7 @@ func (res fanOutResult) report(b *testing.B, fc fanOutCase) {
 	for _, c := range res.calls {
 		rows = append(rows, []string{"Thorax " + c.name, fmt.Sprintf("%.0f calls, mean %.1f ms", c.calls, c.mean()), ""})
 	}
+	rows = append(rows, []string{"commands Thorax handed again (the poll answer never reached the agent)", fmt.Sprintf("%.0f", res.rehanded), ""})
 	rows = append(rows,
 		[]string{"peak RSS Mandible / Thorax; RSS of the agents' processes",
 			fmt.Sprintf("%.0f / %.0f / %.0f MiB", mib(res.mandibleRSS), mib(res.thoraxRSS), mib(res.agentsRSS)), ""},

@@ -300,6 +300,21 @@ func thoraxCalls(before, after string) []rpcTime {
 	return out
 }
 
+// counterSum is the sum of a counter's series in a scrape.
+func counterSum(text, metric string) float64 {
+	var sum float64
+	for _, line := range strings.Split(text, "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || (name != metric && !strings.HasPrefix(name, metric+"{")) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // histogramSums reads the _count and _sum of a duration histogram's series of
 // method from a scrape.
 func histogramSums(text, metric, method string) rpcTime {
