@@ -107,25 +107,16 @@ func TestPollRefusesABadListOfHeldCommands(t *testing.T) {
 		tooMany[i] = commandID("c")
 	}
 	for _, tc := range []struct {
-		held []string
+		req  *mantisv1.PollCommandsRequest
 		want string
 	}{
-		{tooMany, "held_command_ids: at most 1024 ids, got 1025"},
-		{[]string{commandID("c"), "not-a-uuid"}, "held_command_ids[1]: must be a UUID"},
+		{pollNaming("web-poll", 0, tooMany...), "held_command_ids: at most 1024 ids, got 1025"},
+		{pollNaming("web-poll", 0, commandID("c"), "not-a-uuid"), "held_command_ids[1]: must be a UUID"},
+		{pollOfSession("", "web-poll", 0), "session: required with names_held"},
+		{pollOfSession("two words", "web-poll", 0), "session: must match"},
+		{pollOfSession(strings.Repeat("s", 65), "web-poll", 0), "session: must match"},
 	} {
-		_, err := client.PollCommands(t.Context(), pollNaming("web-poll", 0, tc.held...))
-		require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
-		require.Contains(t, status.Convert(err).Message(), tc.want)
-	}
-	for _, tc := range []struct {
-		session string
-		want    string
-	}{
-		{"", "session: required with names_held"},
-		{"two words", "session: must match"},
-		{strings.Repeat("s", 65), "session: must match"},
-	} {
-		_, err := client.PollCommands(t.Context(), pollOfSession(tc.session, "web-poll", 0))
+		_, err := client.PollCommands(t.Context(), tc.req)
 		require.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
 		require.Contains(t, status.Convert(err).Message(), tc.want)
 	}
