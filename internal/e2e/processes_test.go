@@ -269,6 +269,13 @@ stop_timeout = "2s"
 // the target's.
 func (c *execCluster) startPollAgent(t *testing.T, th *thoraxProcess) *mantisProcess {
 	t.Helper()
+	return c.startPollAgentAt(t, th.AgentsAddr)
+}
+
+// startPollAgentAt starts a poll-mode agent that reaches its Thorax at address (Thorax's
+// agents port, or a proxy in front of it).
+func (c *execCluster) startPollAgentAt(t *testing.T, address string) *mantisProcess {
+	t.Helper()
 	name := uniqueName("poll")
 	cert, key := c.issue(t, identity.RoleAgent, name)
 	conf := fmt.Sprintf(`name = %q
@@ -280,7 +287,7 @@ cert_path = %q
 key_path = %q
 [journal]
 dir = %q
-`, name, th.AgentsAddr, c.certs.CACert(), cert, key, filepath.Join(c.dir, name, "journal")) + agentExecConfig
+`, name, address, c.certs.CACert(), cert, key, filepath.Join(c.dir, name, "journal")) + agentExecConfig
 	return c.startProcess(t, name, testenv.Binary(t, "agent"), conf)
 }
 
