@@ -24,9 +24,8 @@ type holdingProxy struct {
 	ln       net.Listener
 	upstream string
 
-	mu       sync.Mutex
-	conns    []*heldConn
-	released chan struct{}
+	mu    sync.Mutex
+	conns []*heldConn
 }
 
 // heldConn is one forwarded connection; release is closed when its Thorax-to-agent
