@@ -310,26 +310,30 @@ func (s *Stack) Stop(ctx context.Context) error {
 	return errors.Join(append(errs, serverErrs...)...)
 }
 
-// resolvePorts fills zero ports with free loopback ports. The broker's distribution
-// port is taken below 32768, clear of the ephemeral range.
+// resolvePorts fills zero ports with free loopback ports, all below 32768, clear of
+// the ephemeral range: a port chosen there can be taken, between its choice and the
+// server's bind, as the source port of any outgoing connection (the stack's own
+// readiness probes among them), which once failed Temporal's UI with "address
+// already in use".
 func resolvePorts(p Ports) (Ports, error) {
-	var err error
-	pick := func(v *int, low bool) {
-		if *v != 0 || err != nil {
-			return
-		}
-		*v, err = FreePort(low)
+	all := []*int{&p.Postgres, &p.AMQPS, &p.RabbitMQManagement, &p.RabbitMQDist, &p.EPMD,
+		&p.Temporal, &p.TemporalUI, &p.TemporalHTTP, &p.TemporalMetrics}
+	taken := map[int]bool{}
+	for _, v := range all {
+		taken[*v] = *v != 0
 	}
-	pick(&p.Postgres, false)
-	pick(&p.AMQPS, false)
-	pick(&p.RabbitMQManagement, false)
-	pick(&p.RabbitMQDist, true)
-	pick(&p.EPMD, true)
-	pick(&p.Temporal, false)
-	pick(&p.TemporalUI, false)
-	pick(&p.TemporalHTTP, false)
-	pick(&p.TemporalMetrics, false)
-	return p, err
+	for _, v := range all {
+		for *v == 0 {
+			port, err := FreePort(true)
+			if err != nil {
+				return p, err
+			}
+			if !taken[port] { // a port free now may be another of these already
+				*v, taken[port] = port, true
+			}
+		}
+	}
+	return p, nil
 }
 
 // FreePort returns a loopback TCP port nobody listens on. With low it is chosen in
