@@ -61,13 +61,14 @@ func (s *server) createSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.createTemporalSchedule(r, body, every, d); err != nil {
-		s.undoScheduleCreate(r, body.Name, err)
 		var invalid *serviceerror.InvalidArgument
+		refused, exists := errors.As(err, &invalid), errors.Is(err, temporal.ErrScheduleAlreadyRunning)
+		s.undoScheduleCreate(r, body.Name, !refused && !exists)
 		switch {
-		case errors.As(err, &invalid):
+		case refused:
 			api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, "Temporal refused the schedule",
 				api.FieldProblem{Field: "cron", Problem: invalid.Message})
-		case errors.Is(err, temporal.ErrScheduleAlreadyRunning):
+		case exists:
 			api.WriteError(w, r, http.StatusConflict, api.CodeAlreadyExists, fmt.Sprintf(
 				"Temporal already has a schedule %q that the catalogue does not list; delete it there first", ScheduleID(body.Name)))
 		default:
@@ -79,14 +80,13 @@ func (s *server) createSchedule(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusCreated, s.scheduleView(r.Context(), schema.Schedule{Name: body.Name, Cron: body.Cron, Every: every}, d.Name))
 }
 
-// undoScheduleCreate takes a schedule whose Temporal side failed (createErr) back
-// out of the catalogue. Unless Temporal refused it outright, the Temporal schedule
-// is deleted too: a create whose answer was lost may have made it, and a retry of
-// the request must not find it there.
-func (s *server) undoScheduleCreate(r *http.Request, name string, createErr error) {
+// undoScheduleCreate takes a schedule whose Temporal side failed back out of the
+// catalogue. With maybeMade (Temporal did not refuse it outright) the Temporal
+// schedule is deleted too: a create whose answer was lost may have made it, and a
+// retry of the request must not find it there.
+func (s *server) undoScheduleCreate(r *http.Request, name string, maybeMade bool) {
 	ctx := context.WithoutCancel(r.Context())
-	var invalid *serviceerror.InvalidArgument
-	if !errors.As(createErr, &invalid) && !errors.Is(createErr, temporal.ErrScheduleAlreadyRunning) {
+	if maybeMade {
 		ctx, cancel := context.WithTimeout(ctx, scheduleDescribeDeadline)
 		defer cancel()
 		var notFound *serviceerror.NotFound
