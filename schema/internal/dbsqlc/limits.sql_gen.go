@@ -199,7 +199,9 @@ WITH label_limited AS (
     JOIN targets rt ON rt.id = r.target_id
     LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = rt.name
 ), locked AS MATERIALIZED (
-    SELECT p.id, p.target_id, p.priority_rank, p.created_at
+    -- The rows stay locked until the commit, so what they hold now is what the update
+    -- below changes: the claim's answer is read here, not from the update's rows.
+    SELECT p.id, p.target_id, p.priority_rank, p.created_at, p.claim_epoch, p.priority, p.attempts
     FROM pending_dispatch_requests p
     WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
       AND NOT (SELECT lf.yes FROM label_limited lf)
@@ -209,7 +211,7 @@ WITH label_limited AS (
     LIMIT $1::int
     FOR UPDATE OF p SKIP LOCKED
 ), ranked AS MATERIALIZED (
-    SELECT l.id, l.target_id, t.name AS target,
+    SELECT l.id, l.target_id, t.name AS target, l.claim_epoch, l.priority, l.attempts, l.created_at,
            row_number() OVER (ORDER BY l.priority_rank, l.created_at) AS ord,
            row_number() OVER (PARTITION BY l.target_id ORDER BY l.priority_rank, l.created_at)
                <= coalesce(r.room, own.max_running, (SELECT m.max_running FROM default_max m)) AS admitted
@@ -222,7 +224,7 @@ WITH label_limited AS (
     SET status = 'processing', claimed_by = $3::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
         claim_key = nullif($4::text, '')
     WHERE p.id = ANY(ARRAY(SELECT a.id FROM ranked a WHERE a.admitted)) AND p.status = 'pending'
-    RETURNING p.id, p.claim_epoch, p.priority, p.attempts, p.created_at
+    RETURNING p.id
 ), admitted_per_target AS (
     SELECT a.target_id, count(*) AS n FROM ranked a WHERE a.admitted GROUP BY a.target_id
 ), bounds AS (
@@ -250,11 +252,13 @@ SELECT o.id::uuid AS id, o.target_id::uuid AS target_id, o.target::text AS targe
        o.claimed::bool AS claimed, o.claim_epoch::bigint AS claim_epoch, o.priority::text AS priority,
        o.attempts::int AS attempts, o.created_at::timestamptz AS created_at, o.label_limited::bool AS label_limited
 FROM (
-    SELECT a.ord, a.id, a.target_id, a.target, a.admitted, cl.id IS NOT NULL AS claimed,
-           coalesce(cl.claim_epoch, 0) AS claim_epoch, coalesce(cl.priority, '') AS priority,
-           coalesce(cl.attempts, 0) AS attempts, coalesce(cl.created_at, now()) AS created_at, false AS label_limited
+    -- Whether the update won a row is a membership test (a hashed subplan), never a
+    -- join of the two CTEs: their row estimates are guesses on a queue that went from
+    -- empty to thousands of rows since its statistics, and a nested loop over them is
+    -- quadratic in the batch.
+    SELECT a.ord, a.id, a.target_id, a.target, a.admitted, a.id IN (SELECT cl.id FROM claimed cl) AS claimed,
+           a.claim_epoch + 1 AS claim_epoch, a.priority, a.attempts, a.created_at, false AS label_limited
     FROM ranked a
-    LEFT JOIN claimed cl ON cl.id = a.id
     UNION ALL
     SELECT 0, '00000000-0000-0000-0000-000000000000'::uuid, '00000000-0000-0000-0000-000000000000'::uuid, '', false, false,
            0, '', 0, now(), true
