@@ -34,7 +34,8 @@ var execModes = map[string]pgx.QueryExecMode{
 
 // poolConfig parses a database URL as a pool of maxConns connections named appName
 // (unless the URL names its own application_name) that send queries in execMode
-// (unless the URL sets default_query_exec_mode).
+// (unless the URL sets default_query_exec_mode), each connection's types registered
+// (schema.RegisterTypes).
 func poolConfig(key, dbURL, execMode string, maxConns int, appName string) (*pgxpool.Config, error) {
 	pcfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
@@ -46,6 +47,10 @@ func poolConfig(key, dbURL, execMode string, maxConns int, appName string) (*pgx
 	}
 	if mode, ok := execModes[execMode]; ok && !strings.Contains(dbURL, "default_query_exec_mode") {
 		pcfg.ConnConfig.DefaultQueryExecMode = mode
+	}
+	pcfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
+		schema.RegisterTypes(conn.TypeMap())
+		return nil
 	}
 	return pcfg, nil
 }
