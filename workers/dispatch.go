@@ -42,6 +42,7 @@ type DispatchOptions struct {
 // the topology declaration). Stop it when the replica stops.
 func StartReplicaWorker(c client.Client, replica string, acts *activities.Activities) (worker.Worker, error) {
 	queue := workflows.ReplicaTaskQueue(replica)
+	setBinaryID()
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.Dispatcher, workflow.RegisterOptions{Name: workflows.DispatcherWorkflowType})
 	w.RegisterWorkflowWithOptions(workflows.DeclareTopology, workflow.RegisterOptions{Name: workflows.TopologyWorkflowType})
@@ -55,6 +56,7 @@ func StartReplicaWorker(c client.Client, replica string, acts *activities.Activi
 // StartDeploymentWorker starts the worker every replica runs on the shared deployment
 // task queue: Deployment workflows and their activities, on whichever replica is free.
 func StartDeploymentWorker(c client.Client, queue string, acts *activities.Activities) (worker.Worker, error) {
+	setBinaryID()
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(workflows.Deployment, workflow.RegisterOptions{Name: workflows.DeploymentWorkflowType})
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
