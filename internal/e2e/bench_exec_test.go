@@ -194,6 +194,10 @@ func runStoreComparison(t *testing.T, callers int) storeRun {
 	pcfg, err := pgxpool.ParseConfig(testenv.DatabaseURL(t))
 	require.NoError(t, err)
 	pcfg.MaxConns = int32(config.DefaultMandible().Database.MaxConns) // as a replica runs
+	pcfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error { // as a replica's connections
+		schema.RegisterTypes(conn.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
