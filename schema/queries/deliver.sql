@@ -4,7 +4,10 @@
 -- name: LoadClaimedBatch :many
 -- LoadClaimedBatch locks the claimed requests and reads what their delivery needs:
 -- whether replica still holds each at its epoch, its target's liveness, and the command
--- an earlier run of the same delivery wrote.
+-- an earlier run of the same delivery wrote. Each request is read and locked by its
+-- primary key (a LATERAL subquery, which the planner cannot turn into a hash join):
+-- on a queue that has just filled, the planner's guesses made it read and hash the
+-- whole table for a batch of a few hundred rows.
 SELECT p.id, p.status,
        (p.claim_epoch = b.epoch AND p.claimed_by IS NOT DISTINCT FROM @replica::text)::bool AS held,
        p.attempts, (p.expires_at <= now())::bool AS expired, (now() - p.created_at)::interval AS queued,
@@ -16,9 +19,13 @@ SELECT p.id, p.status,
        (SELECT c.id FROM command_queue c
         WHERE c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts) AS existing_command_id
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@epochs::bigint[]) AS epoch) AS b
-JOIN pending_dispatch_requests p ON p.id = b.id
-JOIN targets t ON t.id = p.target_id
-FOR UPDATE OF p;
+CROSS JOIN LATERAL (
+    SELECT r.id, r.status, r.claim_epoch, r.claimed_by, r.attempts, r.expires_at, r.created_at, r.last_error,
+           r.next_attempt_at, r.priority, r.target_id, r.trace_parent
+    FROM pending_dispatch_requests r WHERE r.id = b.id
+    FOR UPDATE
+) AS p
+JOIN targets t ON t.id = p.target_id;
 
 -- name: RecordDeliveryOutcomes :many
 -- RecordDeliveryOutcomes writes a command_queue row for each dispatched request
@@ -36,7 +43,11 @@ WITH commands AS (
            p.trace_parent
     FROM (SELECT unnest(@command_ids::uuid[]) AS id, unnest(@command_requests::uuid[]) AS req,
                  unnest(@command_retries::int[]) AS retries) AS n
-    JOIN pending_dispatch_requests p ON p.id = n.req
+    CROSS JOIN LATERAL ( -- by primary key, as LoadClaimedBatch reads it; LIMIT keeps it a lookup
+        SELECT r.id, r.attempts, r.target_id, r.deployment_id, r.step_position, r.command, r.timeout, r.env,
+               r.working_dir, r.priority, r.trace_parent
+        FROM pending_dispatch_requests r WHERE r.id = n.req LIMIT 1
+    ) AS p
     JOIN targets t ON t.id = p.target_id
 )
 UPDATE pending_dispatch_requests p

@@ -25,9 +25,13 @@ SELECT p.id, p.status,
        (SELECT c.id FROM command_queue c
         WHERE c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts) AS existing_command_id
 FROM (SELECT unnest($3::uuid[]) AS id, unnest($4::bigint[]) AS epoch) AS b
-JOIN pending_dispatch_requests p ON p.id = b.id
+CROSS JOIN LATERAL (
+    SELECT r.id, r.status, r.claim_epoch, r.claimed_by, r.attempts, r.expires_at, r.created_at, r.last_error,
+           r.next_attempt_at, r.priority, r.target_id, r.trace_parent
+    FROM pending_dispatch_requests r WHERE r.id = b.id
+    FOR UPDATE
+) AS p
 JOIN targets t ON t.id = p.target_id
-FOR UPDATE OF p
 `
 
 type LoadClaimedBatchParams struct {
@@ -60,7 +64,10 @@ type LoadClaimedBatchRow struct {
 // (schema/deliver.go).
 // LoadClaimedBatch locks the claimed requests and reads what their delivery needs:
 // whether replica still holds each at its epoch, its target's liveness, and the command
-// an earlier run of the same delivery wrote.
+// an earlier run of the same delivery wrote. Each request is read and locked by its
+// primary key (a LATERAL subquery, which the planner cannot turn into a hash join):
+// on a queue that has just filled, the planner's guesses made it read and hash the
+// whole table for a batch of a few hundred rows.
 func (q *Queries) LoadClaimedBatch(ctx context.Context, db DBTX, arg LoadClaimedBatchParams) ([]LoadClaimedBatchRow, error) {
 	rows, err := db.Query(ctx, loadClaimedBatch,
 		arg.Replica,
@@ -113,7 +120,11 @@ WITH commands AS (
            p.trace_parent
     FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS req,
                  unnest($6::int[]) AS retries) AS n
-    JOIN pending_dispatch_requests p ON p.id = n.req
+    CROSS JOIN LATERAL ( -- by primary key, as LoadClaimedBatch reads it; LIMIT keeps it a lookup
+        SELECT r.id, r.attempts, r.target_id, r.deployment_id, r.step_position, r.command, r.timeout, r.env,
+               r.working_dir, r.priority, r.trace_parent
+        FROM pending_dispatch_requests r WHERE r.id = n.req LIMIT 1
+    ) AS p
     JOIN targets t ON t.id = p.target_id
 )
 UPDATE pending_dispatch_requests p
