@@ -168,8 +168,15 @@ func TestCommandWithNoResultPastTimeoutPlusGraceIsFailedEndToEnd(t *testing.T) {
 	agent := c.startListenAgent(t)
 	c.registerListenTarget(t, agent)
 
-	id, cmd := c.deployOn(t, agent.Name, `{"name":"silent","command":"sleep 20","timeout":"3s"},{"name":"never","command":"true"}`)
+	started := filepath.Join(c.dir, "started")
+	id, cmd := c.deployOn(t, agent.Name,
+		fmt.Sprintf(`{"name":"silent","command":"touch %s; sleep 20","timeout":"3s"},{"name":"never","command":"true"}`, started))
 	require.Equal(t, instance, *cmd.Holder)
+	// Freeze the agent only once it runs the command: frozen before the hand-off,
+	// the hand-off fails and the command is dispatched again, which is not what
+	// this test is about (and its backoff outlasts the test's wait).
+	require.Eventually(t, func() bool { _, err := os.Stat(started); return err == nil }, startTimeout, 50*time.Millisecond,
+		"the agent never started the command")
 	require.NoError(t, syscall.Kill(agent.Pid(), syscall.SIGSTOP))
 	t.Cleanup(func() { _ = syscall.Kill(agent.Pid(), syscall.SIGCONT) })
 
