@@ -1,12 +1,22 @@
 package schema
 
 import (
+	"context"
+
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+// AfterConnect prepares a new connection for this package's queries (RegisterTypes):
+// set it as a pool's AfterConnect.
+func AfterConnect(_ context.Context, conn *pgx.Conn) error {
+	RegisterTypes(conn.TypeMap())
+	return nil
+}
+
 // RegisterTypes teaches a connection's type map to send the Go types of this package's
-// queries the direct way. Call it from a pool's AfterConnect; a map without it sends
+// queries the direct way (a pool's AfterConnect calls it through AfterConnect); a map without it sends
 // the same values, only slower.
 //
 // uuid.UUID implements driver.Valuer, so pgx, which honours a Valuer before a type's

@@ -48,10 +48,7 @@ func poolConfig(key, dbURL, execMode string, maxConns int, appName string) (*pgx
 	if mode, ok := execModes[execMode]; ok && !strings.Contains(dbURL, "default_query_exec_mode") {
 		pcfg.ConnConfig.DefaultQueryExecMode = mode
 	}
-	pcfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error {
-		schema.RegisterTypes(conn.TypeMap())
-		return nil
-	}
+	pcfg.AfterConnect = schema.AfterConnect
 	return pcfg, nil
 }
 

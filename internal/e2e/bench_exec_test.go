@@ -194,10 +194,7 @@ func runStoreComparison(t *testing.T, callers int) storeRun {
 	pcfg, err := pgxpool.ParseConfig(testenv.DatabaseURL(t))
 	require.NoError(t, err)
 	pcfg.MaxConns = int32(config.DefaultMandible().Database.MaxConns) // as a replica runs
-	pcfg.AfterConnect = func(_ context.Context, conn *pgx.Conn) error { // as a replica's connections
-		schema.RegisterTypes(conn.TypeMap())
-		return nil
-	}
+	pcfg.AfterConnect = schema.AfterConnect                           // as a replica's connections are
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
