@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
@@ -136,7 +137,7 @@ func (p *deliveryPlan) add(id uuid.UUID, r dbsqlc.LoadClaimedBatchRow, ok bool) 
 		}
 	case r.Expired:
 		out.Outcome, out.Error = OutcomeExpired, expiredText+" before it could be dispatched"
-		p.write(id, StatusExpired, expiredText)
+		p.write(id, r.RowAt, StatusExpired, expiredText)
 	case r.Deregistered || !r.Live:
 		out.Error = fmt.Sprintf("no live Thorax for target %s", r.Target)
 		if r.Deregistered {
@@ -147,7 +148,7 @@ func (p *deliveryPlan) add(id uuid.UUID, r dbsqlc.LoadClaimedBatchRow, ok bool) 
 		if int(r.Attempts)+1 >= MaxDispatchDeliveries {
 			out.Outcome, status = OutcomeFailed, StatusFailed
 		}
-		p.write(id, status, out.Error)
+		p.write(id, r.RowAt, status, out.Error)
 	default:
 		cmd := uuid.Must(uuid.NewV7())
 		out.Outcome, out.CommandID, out.Queued = OutcomeDispatched, &cmd, r.Queued
@@ -157,16 +158,18 @@ func (p *deliveryPlan) add(id uuid.UUID, r dbsqlc.LoadClaimedBatchRow, ok bool) 
 		out.Command = &DispatchedCommand{ID: cmd, Target: r.Target, Mode: r.Mode, Priority: r.Priority,
 			AssignedInstanceID: r.AssignedInstanceID, MaxRetries: retries, TraceParent: r.TraceParent}
 		w := &p.writes
-		w.CommandIds, w.CommandRequests, w.CommandRetries = append(w.CommandIds, cmd), append(w.CommandRequests, id), append(w.CommandRetries, int32(retries))
-		p.write(id, StatusDispatched, "")
+		w.CommandIds, w.CommandRows, w.CommandRetries = append(w.CommandIds, cmd), append(w.CommandRows, r.RowAt), append(w.CommandRetries, int32(retries))
+		p.write(id, r.RowAt, StatusDispatched, "")
 	}
 	p.outcomes = append(p.outcomes, out)
 }
 
-// write moves request id to status with lastError ("" clears it).
-func (p *deliveryPlan) write(id uuid.UUID, status, lastError string) {
+// write moves request id, found at row (its address under the batch's lock), to status
+// with lastError ("" clears it).
+func (p *deliveryPlan) write(id uuid.UUID, row pgtype.TID, status, lastError string) {
 	w := &p.writes
-	w.RequestIds, w.Statuses, w.Errors = append(w.RequestIds, id), append(w.Statuses, status), append(w.Errors, lastError)
+	w.RequestIds, w.RequestRows = append(w.RequestIds, id), append(w.RequestRows, row)
+	w.Statuses, w.Errors = append(w.Statuses, status), append(w.Errors, lastError)
 }
 
 // record writes the plan in one statement and notes each retry's next attempt.

@@ -88,8 +88,10 @@ WITH label_limited AS (
     LEFT JOIN concurrency_limits own ON own.scope = 'target' AND own.value = rt.name
 ), locked AS MATERIALIZED (
     -- The rows stay locked until the commit, so what they hold now is what the update
-    -- below changes: the claim's answer is read here, not from the update's rows.
-    SELECT p.id, p.target_id, p.priority_rank, p.created_at, p.claim_epoch, p.priority, p.attempts
+    -- below changes: the claim's answer is read here, not from the update's rows. The
+    -- lock also keeps each row where it is, so the update finds it by its address
+    -- (row_at).
+    SELECT p.id, p.ctid AS row_at, p.target_id, p.priority_rank, p.created_at, p.claim_epoch, p.priority, p.attempts
     FROM pending_dispatch_requests p
     WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
       AND NOT (SELECT lf.yes FROM label_limited lf)
@@ -99,7 +101,7 @@ WITH label_limited AS (
     LIMIT @max_rows::int
     FOR UPDATE OF p SKIP LOCKED
 ), ranked AS MATERIALIZED (
-    SELECT l.id, l.target_id, t.name AS target, l.claim_epoch, l.priority, l.attempts, l.created_at,
+    SELECT l.id, l.row_at, l.target_id, t.name AS target, l.claim_epoch, l.priority, l.attempts, l.created_at,
            row_number() OVER (ORDER BY l.priority_rank, l.created_at) AS ord,
            row_number() OVER (PARTITION BY l.target_id ORDER BY l.priority_rank, l.created_at)
                <= coalesce(r.room, own.max_running, (SELECT m.max_running FROM default_max m)) AS admitted
@@ -111,7 +113,11 @@ WITH label_limited AS (
     UPDATE pending_dispatch_requests p
     SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
         claim_key = nullif(@claim_key::text, '')
-    WHERE p.id = ANY(ARRAY(SELECT a.id FROM ranked a WHERE a.admitted)) AND p.status = 'pending'
+    -- By address (a TID scan): neither a probe of the primary key nor a test of each
+    -- pending row against the whole list. The rows are pending, as locked read them
+    -- under the lock it still holds; a test of status here would let the planner scan
+    -- the index of pending rows instead, testing each against the list.
+    WHERE p.ctid = ANY(ARRAY(SELECT a.row_at FROM ranked a WHERE a.admitted))
     RETURNING p.id
 ), admitted_per_target AS (
     SELECT a.target_id, count(*) AS n FROM ranked a WHERE a.admitted GROUP BY a.target_id

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const loadClaimedBatch = `-- name: LoadClaimedBatch :many
 
-SELECT p.id, p.status,
+SELECT p.id, p.row_at, p.status,
        (p.claim_epoch = b.epoch AND p.claimed_by IS NOT DISTINCT FROM $1::text)::bool AS held,
        p.attempts, (p.expires_at <= now())::bool AS expired, (now() - p.created_at)::interval AS queued,
        p.last_error, p.next_attempt_at, p.priority, t.name AS target, t.mode, t.assigned_instance_id,
@@ -26,7 +27,7 @@ SELECT p.id, p.status,
         WHERE c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts) AS existing_command_id
 FROM (SELECT unnest($3::uuid[]) AS id, unnest($4::bigint[]) AS epoch) AS b
 CROSS JOIN LATERAL (
-    SELECT r.id, r.status, r.claim_epoch, r.claimed_by, r.attempts, r.expires_at, r.created_at, r.last_error,
+    SELECT r.id, r.ctid AS row_at, r.status, r.claim_epoch, r.claimed_by, r.attempts, r.expires_at, r.created_at, r.last_error,
            r.next_attempt_at, r.priority, r.target_id, r.trace_parent
     FROM pending_dispatch_requests r WHERE r.id = b.id
     FOR UPDATE
@@ -43,6 +44,7 @@ type LoadClaimedBatchParams struct {
 
 type LoadClaimedBatchRow struct {
 	ID                 uuid.UUID
+	RowAt              pgtype.TID
 	Status             string
 	Held               bool
 	Attempts           int32
@@ -67,7 +69,8 @@ type LoadClaimedBatchRow struct {
 // an earlier run of the same delivery wrote. Each request is read and locked by its
 // primary key (a LATERAL subquery, which the planner cannot turn into a hash join):
 // on a queue that has just filled, the planner's guesses made it read and hash the
-// whole table for a batch of a few hundred rows.
+// whole table for a batch of a few hundred rows. row_at is the row's address, which
+// the lock keeps until the commit: RecordDeliveryOutcomes finds the rows by it.
 func (q *Queries) LoadClaimedBatch(ctx context.Context, db DBTX, arg LoadClaimedBatchParams) ([]LoadClaimedBatchRow, error) {
 	rows, err := db.Query(ctx, loadClaimedBatch,
 		arg.Replica,
@@ -84,6 +87,7 @@ func (q *Queries) LoadClaimedBatch(ctx context.Context, db DBTX, arg LoadClaimed
 		var i LoadClaimedBatchRow
 		if err := rows.Scan(
 			&i.ID,
+			&i.RowAt,
 			&i.Status,
 			&i.Held,
 			&i.Attempts,
@@ -118,12 +122,12 @@ WITH commands AS (
     SELECT n.id, p.id, p.attempts, p.target_id, p.deployment_id, p.step_position,
            p.command, p.timeout, p.env, p.working_dir, p.priority, t.mode, t.assigned_instance_id, n.retries,
            p.trace_parent
-    FROM (SELECT unnest($4::uuid[]) AS id, unnest($5::uuid[]) AS req,
-                 unnest($6::int[]) AS retries) AS n
-    CROSS JOIN LATERAL ( -- by primary key, as LoadClaimedBatch reads it; LIMIT keeps it a lookup
+    FROM (SELECT unnest($5::uuid[]) AS id, unnest($6::tid[]) AS row_at,
+                 unnest($7::int[]) AS retries) AS n
+    CROSS JOIN LATERAL ( -- LIMIT keeps it a lookup by address rather than a join the planner may hash
         SELECT r.id, r.attempts, r.target_id, r.deployment_id, r.step_position, r.command, r.timeout, r.env,
                r.working_dir, r.priority, r.trace_parent
-        FROM pending_dispatch_requests r WHERE r.id = n.req LIMIT 1
+        FROM pending_dispatch_requests r WHERE r.ctid = n.row_at LIMIT 1
     ) AS p
     JOIN targets t ON t.id = p.target_id
 )
@@ -135,18 +139,19 @@ SET status = o.status,
     next_attempt_at = CASE WHEN o.status = 'pending' THEN now() + dispatch_backoff(p.attempts + 1)
                            ELSE p.next_attempt_at END,
     last_error = nullif(o.err, '')
-FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::text[]) AS status, unnest($3::text[]) AS err) AS o
-WHERE p.id = o.id
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::text[]) AS status, unnest($4::text[]) AS err) AS o
+WHERE p.ctid = ANY(ARRAY(SELECT unnest($1::tid[]))) AND p.id = o.id
 RETURNING p.id, p.next_attempt_at
 `
 
 type RecordDeliveryOutcomesParams struct {
-	RequestIds      []uuid.UUID
-	Statuses        []string
-	Errors          []string
-	CommandIds      []uuid.UUID
-	CommandRequests []uuid.UUID
-	CommandRetries  []int32
+	RequestRows    []pgtype.TID
+	RequestIds     []uuid.UUID
+	Statuses       []string
+	Errors         []string
+	CommandIds     []uuid.UUID
+	CommandRows    []pgtype.TID
+	CommandRetries []int32
 }
 
 type RecordDeliveryOutcomesRow struct {
@@ -159,14 +164,19 @@ type RecordDeliveryOutcomesRow struct {
 // request of request_ids to its new status: dispatched; pending again after a backoff
 // (added to the database clock, the one all replicas share); failed; or expired. A
 // failed delivery (pending or failed) counts an attempt. It returns each request's next
-// attempt time.
+// attempt time. command_rows and request_rows are the requests' addresses, as
+// LoadClaimedBatch read them under its lock in the same transaction: the rows are read
+// and updated by address (TID scans), never found by hashing the whole table.
+// The addresses come through a subquery, whose array the planner takes for a few
+// rows: handed a parameter of hundreds, it would rather hash the whole table.
 func (q *Queries) RecordDeliveryOutcomes(ctx context.Context, db DBTX, arg RecordDeliveryOutcomesParams) ([]RecordDeliveryOutcomesRow, error) {
 	rows, err := db.Query(ctx, recordDeliveryOutcomes,
+		arg.RequestRows,
 		arg.RequestIds,
 		arg.Statuses,
 		arg.Errors,
 		arg.CommandIds,
-		arg.CommandRequests,
+		arg.CommandRows,
 		arg.CommandRetries,
 	)
 	if err != nil {

@@ -223,6 +223,7 @@ type PendingDispatchRequest struct {
 	ClaimKey      *string
 	TraceParent   *string
 	Superseded    bool
+	Ctid          pgtype.TID
 }
 
 type Target struct {
