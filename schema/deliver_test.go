@@ -1,7 +1,6 @@
 package schema_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -131,48 +130,4 @@ func TestStaleEpochOutcomeIsRefused(t *testing.T) {
 	stale, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
 	require.Equal(t, schema.OutcomeStale, stale[0].Outcome)
-}
-
-// A delivery finds its claimed rows by the address its lock keeps stable, never by a
-// scan of the queue: on a queue of thousands, a join on ids let the planner hash the
-// whole table for every batch of a few hundred (the statistics the transaction keeps
-// for itself count every sequential scan).
-func TestDeliverNeverScansTheQueue(t *testing.T) {
-	t.Parallel()
-	const targets, perTarget, batch = 10, 300, 500
-	names := make([]string, targets)
-	for i := range names {
-		names[i] = fmt.Sprintf("web-%d", i)
-	}
-	b := setupDispatch(t, names...)
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: perTarget}, "test")
-	require.NoError(t, err)
-	for i := range perTarget {
-		reqs := make([]schema.NewDispatchRequest, targets)
-		for j, name := range names {
-			reqs[j] = req(fmt.Sprintf("k-%d-%d", i, j), name, "normal")
-		}
-		b.enqueue(t, reqs...)
-	}
-	claim, err := schema.ClaimPending(b.ctx, b.pool, replica, batch)
-	require.NoError(t, err)
-	require.Len(t, claim.Claimed, batch)
-
-	tx, err := b.pool.Begin(b.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(b.ctx) }()
-	// The counts a backend has not yet reported may include earlier transactions'
-	// (PostgreSQL 15), so the test takes the difference within its own.
-	seqScans := func() (n int64) {
-		require.NoError(t, tx.QueryRow(b.ctx,
-			`SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'pending_dispatch_requests'`).Scan(&n))
-		return n
-	}
-	before := seqScans()
-	out, err := schema.DeliverClaimed(b.ctx, tx, replica, refs(claim.Claimed), deliverOpts)
-	require.NoError(t, err)
-	for _, o := range out {
-		require.Equal(t, schema.OutcomeDispatched, o.Outcome)
-	}
-	require.Equal(t, before, seqScans(), "the delivery scanned the whole queue")
 }

@@ -32,8 +32,13 @@ SELECT pg_notify('mantis_dispatch_requests', '');
 -- name: LockClaims :exec
 -- LockClaims serialises the claims of every replica until the transaction ends: the
 -- statements after it take their snapshots once every claim before this one has
--- committed, so what they count as running includes what those claims took.
-SELECT pg_advisory_xact_lock(hashtextextended('mantis/limit/claims', 0));
+-- committed, so what they count as running includes what those claims took. It also
+-- turns bitmap scans off for the rest of the claim's transaction: a queue's
+-- statistics are always behind its contents (it fills and drains between two
+-- analyses), and on a queue of thousands the planner, believing it holds a few rows,
+-- would read every pending row through a bitmap and sort them all to take a batch,
+-- where the claimable index gives them in order and the scan stops at the batch.
+SELECT pg_advisory_xact_lock(hashtextextended('mantis/limit/claims', 0)), set_config('enable_bitmapscan', 'off', true);
 
 -- name: ClaimWithinTargetLimits :many
 -- ClaimWithinTargetLimits is a claim round when no label limit exists, in one
@@ -93,7 +98,9 @@ WITH label_limited AS (
     -- (row_at).
     SELECT p.id, p.ctid AS row_at, p.target_id, p.priority_rank, p.created_at, p.claim_epoch, p.priority, p.attempts
     FROM pending_dispatch_requests p
-    WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
+    -- The expiry test is written so that no index can serve it (IS TRUE): the index of
+    -- live rows by expiry would read every pending row, out of order.
+    WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND (p.expires_at > now()) IS TRUE
       AND NOT (SELECT lf.yes FROM label_limited lf)
       AND p.target_id <> ALL(@skip_targets::uuid[])
       AND p.target_id NOT IN (SELECT f.target_id FROM room f WHERE f.room <= 0)
