@@ -56,18 +56,29 @@ func queueReads(t *testing.T, b dispatchBundle, tx pgx.Tx) (seqScans, fetched in
 
 func TestClaimReadsItsBatchNotTheQueue(t *testing.T) {
 	t.Parallel()
-	b := fillLongQueue(t)
-	tx, err := b.pool.Begin(b.ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(b.ctx) }()
-	scans, fetched := queueReads(t, b, tx)
-	claim, err := schema.ClaimPending(b.ctx, tx, replica, longQueueBatch)
-	require.NoError(t, err)
-	require.Len(t, claim.Claimed, longQueueBatch)
-	scansAfter, fetchedAfter := queueReads(t, b, tx)
-	require.Equal(t, scans, scansAfter, "the claim scanned the whole queue")
-	require.Less(t, fetchedAfter-fetched, int64(longQueueTargets*longQueuePerTarget/2),
-		"the claim read most of the queue's %d rows for a batch of %d", longQueueTargets*longQueuePerTarget, longQueueBatch)
+	for _, labelLimit := range []bool{false, true} {
+		// A label limit, even one no target falls under, sends the claim down its
+		// other path (ClaimCandidates).
+		t.Run(fmt.Sprintf("label-limit=%v", labelLimit), func(t *testing.T) {
+			t.Parallel()
+			b := fillLongQueue(t)
+			if labelLimit {
+				_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod", Scope: schema.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 2}, "test")
+				require.NoError(t, err)
+			}
+			tx, err := b.pool.Begin(b.ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(b.ctx) }()
+			scans, fetched := queueReads(t, b, tx)
+			claim, err := schema.ClaimPending(b.ctx, tx, replica, longQueueBatch)
+			require.NoError(t, err)
+			require.Len(t, claim.Claimed, longQueueBatch)
+			scansAfter, fetchedAfter := queueReads(t, b, tx)
+			require.Equal(t, scans, scansAfter, "the claim scanned the whole queue")
+			require.Less(t, fetchedAfter-fetched, int64(longQueueTargets*longQueuePerTarget/2),
+				"the claim read most of the queue's %d rows for a batch of %d", longQueueTargets*longQueuePerTarget, longQueueBatch)
+		})
+	}
 }
 
 // A delivery finds its claimed rows by the address its lock keeps stable: a join on

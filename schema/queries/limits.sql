@@ -121,10 +121,11 @@ WITH label_limited AS (
     SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
         claim_key = nullif(@claim_key::text, '')
     -- By address (a TID scan): neither a probe of the primary key nor a test of each
-    -- pending row against the whole list. The rows are pending, as locked read them
-    -- under the lock it still holds; a test of status here would let the planner scan
-    -- the index of pending rows instead, testing each against the list.
-    WHERE p.ctid = ANY(ARRAY(SELECT a.row_at FROM ranked a WHERE a.admitted))
+    -- pending row against the whole list. Only a row still pending is taken (the
+    -- conditional update), tested so that no index serves it (IS TRUE): a plain test
+    -- would let the planner scan the index of pending rows instead, testing each
+    -- against the list.
+    WHERE p.ctid = ANY(ARRAY(SELECT a.row_at FROM ranked a WHERE a.admitted)) AND (p.status = 'pending') IS TRUE
     RETURNING p.id
 ), admitted_per_target AS (
     SELECT a.target_id, count(*) AS n FROM ranked a WHERE a.admitted GROUP BY a.target_id
@@ -197,7 +198,8 @@ WITH target_default AS (
 ), locked AS MATERIALIZED (
     SELECT p.id, p.target_id, p.priority_rank, p.created_at
     FROM pending_dispatch_requests p
-    WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND p.expires_at > now()
+    -- As in ClaimWithinTargetLimits, no index serves the expiry test (IS TRUE).
+    WHERE p.status = 'pending' AND p.next_attempt_at <= now() AND (p.expires_at > now()) IS TRUE
       AND p.target_id <> ALL(@skip_targets::uuid[])
       AND p.target_id NOT IN (SELECT b.target_id FROM busy b)
       AND NOT EXISTS (SELECT 1 FROM targets ft JOIN full_labels f ON ft.labels ->> f.label = f.value WHERE ft.id = p.target_id)
@@ -234,7 +236,11 @@ WITH claimed AS (
     UPDATE pending_dispatch_requests p
     SET status = 'processing', claimed_by = @replica::text, claimed_at = now(), claim_epoch = p.claim_epoch + 1,
         claim_key = nullif(@claim_key::text, '')
-    WHERE p.id = ANY(@ids::uuid[]) AND p.status = 'pending'
+    -- The ids come through a subquery, whose array the planner takes for a few rows,
+    -- and the test of status is one no index serves (IS TRUE): so the rows are found
+    -- by primary key, never by reading every pending row and testing it against the
+    -- list.
+    WHERE p.id = ANY(ARRAY(SELECT unnest(@ids::uuid[]))) AND (p.status = 'pending') IS TRUE
     RETURNING p.id, p.claim_epoch, p.target_id, p.priority, p.attempts, p.created_at
 ), unbound AS (
     DELETE FROM target_claim_bounds b WHERE b.target_id IN (SELECT c.target_id FROM claimed c)
