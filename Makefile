@@ -80,7 +80,7 @@ bench: build ## Run the benchmarks against real servers (BENCH=regexp selects).
 # A short run of the benchmarks bench/floors.toml names (MANTIS_BENCH_SHORT=1: fewer
 # calls, the same comparisons), then tools/benchcheck fails when a ratio to its
 # same-run baseline is below its committed floor. Ratios only, never absolute times.
-BENCH_CHECK        ?= BenchmarkExecStoreCommandResult
+BENCH_CHECK        ?= ^(BenchmarkExecStoreCommandResult|BenchmarkDispatchClaim|BenchmarkDispatchEndToEndNudges)$$
 BENCH_CHECK_OUTPUT ?= $(STACK_DIR)/bench-check.txt
 bench-check: build ## Run the short benchmarks and fail when a ratio falls below bench/floors.toml.
 	@mkdir -p $(STACK_DIR)

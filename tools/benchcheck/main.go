@@ -64,7 +64,7 @@ func parseMetrics(r io.Reader) (map[string]map[string]float64, error) {
 		if _, err := strconv.Atoi(fields[1]); err != nil {
 			continue // a log line, not a result
 		}
-		name, _, _ := strings.Cut(fields[0], "-")
+		name := benchName(fields[0])
 		m := map[string]float64{}
 		for i := 2; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
@@ -76,6 +76,20 @@ func parseMetrics(r io.Reader) (map[string]map[string]float64, error) {
 		out[name] = m
 	}
 	return out, sc.Err()
+}
+
+// benchName is a result's benchmark name without the -GOMAXPROCS suffix go test adds;
+// sub-benchmark names keep their own hyphens ("BenchmarkX/case-a-2" is
+// "BenchmarkX/case-a").
+func benchName(field string) string {
+	i := strings.LastIndex(field, "-")
+	if i < 0 {
+		return field
+	}
+	if _, err := strconv.Atoi(field[i+1:]); err != nil {
+		return field
+	}
+	return field[:i]
 }
 
 // check prints every floored metric and fails naming each one below its floor or

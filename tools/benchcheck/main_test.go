@@ -10,6 +10,8 @@ import (
 
 const sampleOutput = `goos: linux
 BenchmarkExecStoreCommandResult-2   	       1	      1049 bare-sql-calls/s	         0.6745 ratio-vs-bare-16	         1.339 ratio-vs-bare-256
+BenchmarkDispatchClaim/claimers=3-2         	       1	     66538 bare-rows/s	     19311 claimpending-rows/s	         0.2902 ratio
+BenchmarkFanOut/1000-targets-1-step-2   	       1	      2.46 seconds	         0.91 ratio
 --- BENCH: BenchmarkExecStoreCommandResult-2
     bench_exec_test.go:90: BenchmarkNotAResult line of a table
 PASS
@@ -35,4 +37,11 @@ func TestCheckFailsBelowAFloorAndOnAMissingRatio(t *testing.T) {
 	require.ErrorContains(t, err, "ratio-vs-bare-256: 1.339 is below its floor 1.500")
 	require.ErrorContains(t, err, "BenchmarkDispatchClaim ratio: not reported")
 	require.Contains(t, out.String(), "BELOW FLOOR")
+}
+
+func TestSubBenchmarksAreNamedWithTheirOwnHyphens(t *testing.T) {
+	got, err := parseMetrics(strings.NewReader(sampleOutput))
+	require.NoError(t, err)
+	require.InDelta(t, 0.2902, got["BenchmarkDispatchClaim/claimers=3"]["ratio"], 1e-9)
+	require.InDelta(t, 0.91, got["BenchmarkFanOut/1000-targets-1-step"]["ratio"], 1e-9)
 }
