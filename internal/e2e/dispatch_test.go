@@ -31,7 +31,10 @@ func setupDispatchFixture(t *testing.T, targets int) dispatchFixture {
 	t.Helper()
 	ctx := context.Background()
 	url := testenv.DatabaseURL(t)
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.AfterConnect = schema.AfterConnect // the enqueue is Mantis's, on connections like a replica's
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	_, err = schema.Migrate(ctx, pool)
