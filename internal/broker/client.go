@@ -68,9 +68,10 @@ type Client struct {
 	name   string
 	logger *slog.Logger
 
-	mu   sync.Mutex
-	conn *amqp.Connection
-	ch   *amqp.Channel // publishing channel, in confirm mode
+	mu     sync.Mutex
+	conn   *amqp.Connection
+	writes *heldWrites   // conn's writes, held over each batch Publish sends
+	ch     *amqp.Channel // publishing channel, in confirm mode
 	// restUntil is when publishing may be tried again after a failure: nudges only
 	// speed commands up, so while the broker is away a delivery does not wait on it.
 	restUntil time.Time
@@ -97,7 +98,7 @@ func (c *Client) channel() (*amqp.Channel, error) {
 		return c.ch, nil
 	}
 	c.closeLocked()
-	conn, err := Dial(c.cfg, c.name)
+	conn, writes, err := dial(c.cfg, c.name)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (c *Client) channel() (*amqp.Channel, error) {
 		conn.Close()
 		return nil, fmt.Errorf("enabling publisher confirms: %w", err)
 	}
-	c.conn, c.ch = conn, ch
+	c.conn, c.writes, c.ch = conn, writes, ch
 	return ch, nil
 }
 
@@ -154,26 +155,15 @@ func (c *Client) Publish(ctx context.Context, nudges []Nudge) (err error) {
 	if err != nil {
 		return err
 	}
-	confirms := make([]*amqp.DeferredConfirmation, 0, len(nudges))
-	for _, n := range nudges {
-		body, err := json.Marshal(n)
-		if err != nil {
-			return err
-		}
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, CommandsExchange, CommandRoutingKey(n.Mode, n.Priority), false, false, amqp.Publishing{
-			ContentType:  "application/json",
-			DeliveryMode: amqp.Persistent,
-			Priority:     messagePriority[n.Priority],
-			MessageId:    n.CommandID,
-			Type:         "mantis.command.nudge",
-			Headers:      nudgeHeaders(n),
-			Body:         body,
-		})
-		if err != nil {
-			c.closeLocked()
-			return fmt.Errorf("publishing nudge for %s: %w", n.CommandID, err)
-		}
-		confirms = append(confirms, dc)
+	// The batch leaves in as few writes as it fills, not one per nudge.
+	c.writes.hold()
+	confirms, err := publishAll(ctx, ch, nudges)
+	if released := c.writes.release(); err == nil && released != nil {
+		err = fmt.Errorf("sending nudges to the broker: %w", released)
+	}
+	if err != nil {
+		c.closeLocked()
+		return err
 	}
 	for i, dc := range confirms {
 		ok, err := dc.WaitContext(ctx)
@@ -185,6 +175,31 @@ func (c *Client) Publish(ctx context.Context, nudges []Nudge) (err error) {
 		}
 	}
 	return nil
+}
+
+// publishAll publishes nudges on ch, persistent, and returns their confirmations.
+func publishAll(ctx context.Context, ch *amqp.Channel, nudges []Nudge) ([]*amqp.DeferredConfirmation, error) {
+	confirms := make([]*amqp.DeferredConfirmation, 0, len(nudges))
+	for _, n := range nudges {
+		body, err := json.Marshal(n)
+		if err != nil {
+			return nil, err
+		}
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, CommandsExchange, CommandRoutingKey(n.Mode, n.Priority), false, false, amqp.Publishing{
+			ContentType:  "application/json",
+			DeliveryMode: amqp.Persistent,
+			Priority:     messagePriority[n.Priority],
+			MessageId:    n.CommandID,
+			Type:         "mantis.command.nudge",
+			Headers:      nudgeHeaders(n),
+			Body:         body,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("publishing nudge for %s: %w", n.CommandID, err)
+		}
+		confirms = append(confirms, dc)
+	}
+	return confirms, nil
 }
 
 // Ping reports whether the broker is reachable (for /readyz).
@@ -206,5 +221,5 @@ func (c *Client) closeLocked() {
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}
-	c.conn, c.ch = nil, nil
+	c.conn, c.writes, c.ch = nil, nil, nil
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"time"
@@ -15,9 +16,15 @@ import (
 // Dial opens a TLS connection to the broker described by the [queue] section,
 // verifying the broker against ca_cert_path and presenting the client pair.
 func Dial(q config.Queue, name string) (*amqp.Connection, error) {
+	conn, _, err := dial(q, name)
+	return conn, err
+}
+
+// dial is Dial that also returns the connection's writes, which a publisher may hold.
+func dial(q config.Queue, name string) (*amqp.Connection, *heldWrites, error) {
 	tlsCfg, err := tlsconf.Client(tlsconf.Files{CA: q.CACertPath, Cert: q.ClientCertPath, Key: q.ClientKeyPath}, q.Host)
 	if err != nil {
-		return nil, fmt.Errorf("queue TLS: %w", err)
+		return nil, nil, fmt.Errorf("queue TLS: %w", err)
 	}
 	u := url.URL{
 		Scheme: "amqps",
@@ -29,14 +36,25 @@ func Dial(q config.Queue, name string) (*amqp.Connection, error) {
 	u.RawPath = "/" + url.PathEscape(q.VHost)
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(name)
+	// The writes are held below TLS: a held batch leaves in one system call, its
+	// records side by side.
+	var writes *heldWrites
+	tcp := amqp.DefaultDial(10 * time.Second)
 	conn, err := amqp.DialConfig(u.String(), amqp.Config{
 		TLSClientConfig: tlsCfg,
 		Properties:      props,
 		Heartbeat:       10 * time.Second,
-		Dial:            amqp.DefaultDial(10 * time.Second),
+		Dial: func(network, addr string) (net.Conn, error) {
+			c, err := tcp(network, addr)
+			if err != nil {
+				return nil, err
+			}
+			writes = &heldWrites{Conn: c}
+			return writes, nil
+		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to broker at %s:%d vhost %s: %w", q.Host, q.Port, q.VHost, err)
+		return nil, nil, fmt.Errorf("connecting to broker at %s:%d vhost %s: %w", q.Host, q.Port, q.VHost, err)
 	}
-	return conn, nil
+	return conn, writes, nil
 }
