@@ -181,6 +181,12 @@ func (p *deliveryPlan) record(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return fmt.Errorf("recording batch outcomes: %w", err)
 	}
+	// Every written request is found at the address its lock keeps; should one not be,
+	// the batch is refused whole (and its activity retried) rather than reported
+	// dispatched without its command.
+	if len(rows) != len(p.writes.RequestIds) {
+		return fmt.Errorf("recording batch outcomes: %d of %d requests found where their lock holds them", len(rows), len(p.writes.RequestIds))
+	}
 	retryAt := make(map[uuid.UUID]time.Time, len(rows))
 	for _, r := range rows {
 		retryAt[r.ID] = r.NextAttemptAt
