@@ -20,8 +20,9 @@ const (
 	// DefaultResultBatchMax is the most results one statement stores.
 	DefaultResultBatchMax = 128
 	// DefaultResultFlushes is how many batches may be in flight at once. A result that
-	// arrives while they all are waits for the next batch; one that arrives when a flush
-	// is free goes at once, alone if need be, so batching adds no wait when idle.
+	// arrives when none is goes at once, alone if need be, so batching adds no wait when
+	// idle; one that arrives while a batch is in flight waits for the next, which starts
+	// when that batch ends, or at once on another flush when a whole batch waits.
 	DefaultResultFlushes = 4
 	// resultFlushTimeout bounds one batch's transaction. It does not follow any one
 	// caller's context: a caller giving up must not fail the others.
@@ -41,11 +42,15 @@ type ResultToStore struct {
 }
 
 // ResultBatcher stores results as StoreCommandResult does, but groups the results of
-// concurrent callers into one statement and one transaction (group commit): while
-// MaxFlushes batches are being written, the results that arrive queue up, and the next
-// free flush takes up to MaxBatch of them. Each caller gets its own answer, fenced by
-// its own lease epoch: a stale or refused result in a batch fails only its caller. The
-// zero value needs DB; it starts no goroutine of its own when idle.
+// concurrent callers into one statement and one transaction (group commit): while a
+// batch is being written, the results that arrive queue up, and the next batch takes
+// up to MaxBatch of them. A further flush, up to MaxFlushes in flight, starts only for
+// a whole batch: a partial one waits for the batch in flight, which keeps batches
+// large when results arrive faster than one statement stores them (several small
+// statements at once cost the database more per result than one large one). Each
+// caller gets its own answer, fenced by its own lease epoch: a stale or refused result
+// in a batch fails only its caller. The zero value needs DB; it starts no goroutine of
+// its own when idle.
 type ResultBatcher struct {
 	DB         DB
 	MaxBatch   int
@@ -79,7 +84,7 @@ func (b *ResultBatcher) Store(ctx context.Context, in ResultToStore) (StoredResu
 	call := &resultCall{ctx: ctx, in: in, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, call)
-	start := b.flushing < b.maxFlushes()
+	start := b.flushing == 0 || (b.flushing < b.maxFlushes() && len(b.queue) >= b.maxBatch())
 	if start {
 		b.flushing++
 	}

@@ -1,6 +1,7 @@
 package schema_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -8,6 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/schema"
@@ -97,6 +101,18 @@ func TestResultBatchRefusesOnlyTheStaleAndTheInvalid(t *testing.T) {
 	require.Equal(t, 4, events, "one target event per stored result")
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM analyses WHERE command_id = $1`, cmds[1].ID).Scan(&analyses))
 	require.Equal(t, 1, analyses, "the failure's analysis request is written with it")
+	// Each event and analysis request carries its own result, not a neighbour's.
+	for i, c := range []schema.Command{cmds[0], cmds[1], cmds[2], cmds[5]} {
+		var exit int
+		var tail string
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT (data->>'exit_code')::int, data->>'output_tail' FROM deployment_events
+			WHERE deployment_id = $1 AND type IN ('target.succeeded', 'target.failed') AND data->>'command_id' = $2`, deployment, c.ID.String()).Scan(&exit, &tail))
+		require.Equal(t, map[bool]int{true: 2, false: 0}[i == 1], exit, "event of %s", c.Target)
+		require.Equal(t, "out of "+c.Target, tail, "event of %s", c.Target)
+	}
+	var analysisInput string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT input FROM analyses WHERE command_id = $1`, cmds[1].ID).Scan(&analysisInput))
+	require.Contains(t, analysisInput, "out of "+cmds[1].Target)
 
 	// The same batch again: the stored results are replays, accepted once more without
 	// a second event; the stale one is still refused.
@@ -154,4 +170,52 @@ func TestResultBatcherGroupsConcurrentCallers(t *testing.T) {
 	require.True(t, s.Replayed)
 	after, _ := batcher.Stats()
 	require.Equal(t, batches+1, after)
+}
+
+// gatedDB holds each statement of a ResultBatcher until the test releases it, and
+// tells the test how many results each statement carries.
+type gatedDB struct {
+	*pgxpool.Pool
+	entered chan int
+	gate    chan struct{}
+}
+
+func (g gatedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	g.entered <- len(args[0].([]uuid.UUID))
+	<-g.gate
+	return g.Pool.Query(ctx, sql, args...)
+}
+
+// While a batch is in flight, the results that arrive wait for the next batch rather
+// than each starting a small statement of its own: a further flush starts only once a
+// whole batch waits, and it carries that whole batch.
+func TestResultBatcherStartsAFurtherFlushOnlyForAWholeBatch(t *testing.T) {
+	t.Parallel()
+	const maxBatch = 4
+	b, _, cmds := setupResultBatch(t, 1+maxBatch)
+	db := gatedDB{Pool: b.pool, entered: make(chan int, 1+maxBatch), gate: make(chan struct{})}
+	release := sync.OnceFunc(func() { close(db.gate) })
+	t.Cleanup(release) // a failed check must not leave the statements held
+	batcher := &schema.ResultBatcher{DB: db, MaxBatch: maxBatch, MaxFlushes: 4}
+	now := time.Now()
+	var wg sync.WaitGroup
+	store := func(c schema.Command) {
+		wg.Go(func() {
+			_, err := batcher.Store(b.ctx, schema.ResultToStore{Instance: b.instance, Command: c.ID, Epoch: c.LeaseEpoch,
+				Result: schema.CommandResult{StartedAt: now, FinishedAt: now}})
+			assert.NoError(t, err, "result of %s", c.Target)
+		})
+	}
+
+	store(cmds[0])
+	require.Equal(t, 1, <-db.entered, "a lone result goes at once")
+	for _, c := range cmds[1:] {
+		store(c)
+	}
+	require.Equal(t, maxBatch, <-db.entered, "the results arriving meanwhile wait until they make a whole batch")
+	release()
+	wg.Wait()
+	batches, results := batcher.Stats()
+	require.EqualValues(t, 2, batches)
+	require.EqualValues(t, 1+maxBatch, results)
 }
