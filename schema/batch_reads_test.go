@@ -3,6 +3,7 @@ package schema_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -100,4 +101,51 @@ func TestDeliverReadsItsBatchNotTheQueue(t *testing.T) {
 	}
 	scansAfter, _ := queueReads(t, b, tx)
 	require.Equal(t, scans, scansAfter, "the delivery scanned the whole queue")
+}
+
+// A batch of results reads its own commands, not every running one, whatever the
+// table held when the connection first stored a result: the statement keeps the plan
+// it made then (migration 021), so that plan must not depend on the table's size.
+func TestStoreReadsItsBatchNotTheRunningCommands(t *testing.T) {
+	t.Parallel()
+	const many, batch = 600, 20
+	names := make([]string, many)
+	for i := range names {
+		names[i] = fmt.Sprintf("web-%d", i+1)
+	}
+	b := setupDispatch(t, names...)
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 2}, "test")
+	require.NoError(t, err)
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	store := func(db schema.DB, cmds []schema.Command) {
+		in := make([]schema.ResultToStore, len(cmds))
+		for i, c := range cmds {
+			in[i] = schema.ResultToStore{Instance: b.instance, Command: c.ID, Epoch: c.LeaseEpoch,
+				Result: schema.CommandResult{StartedAt: time.Now(), FinishedAt: time.Now()}}
+		}
+		for _, a := range schema.StoreCommandResults(b.ctx, db, in) {
+			require.NoError(t, a.Err)
+		}
+	}
+
+	// The connection's first result, while five commands run.
+	_, few := runningDeploymentCommands(t, b, 5)
+	store(conn, few[:1])
+	_, running := runningDeploymentCommands(t, b, many)
+
+	tx, err := conn.Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(b.ctx) }()
+	reads := func() (seqScans, fetched int64) {
+		require.NoError(t, tx.QueryRow(b.ctx, `SELECT seq_scan, idx_tup_fetch FROM pg_stat_xact_user_tables
+			WHERE relname = 'command_queue'`).Scan(&seqScans, &fetched))
+		return seqScans, fetched
+	}
+	scans, fetched := reads()
+	store(tx, running[:batch])
+	scansAfter, fetchedAfter := reads()
+	require.Equal(t, scans, scansAfter, "the store scanned every command")
+	require.Less(t, fetchedAfter-fetched, int64(many/2), "the store read most of the %d running commands for a batch of %d", many, batch)
 }

@@ -239,7 +239,7 @@ func storeResults(ctx context.Context, db DB, in []ResultToStore, answer func(in
 
 // storeBatch runs StoreCommandResults for the results of in at the indexes of batch
 // (each command once) and returns the rows stored by command id.
-func storeBatch(ctx context.Context, db DB, in []ResultToStore, batch []int) (map[uuid.UUID]dbsqlc.StoreCommandResultsRow, error) {
+func storeBatch(ctx context.Context, db DB, in []ResultToStore, batch []int) (map[uuid.UUID]dbsqlc.CommandResultRow, error) {
 	p := dbsqlc.StoreCommandResultsParams{MaxAnalysisInput: MaxAnalysisInput}
 	for _, i := range batch {
 		r, t := in[i].Result, storedText(in[i].Result)
@@ -267,7 +267,7 @@ func storeBatch(ctx context.Context, db DB, in []ResultToStore, batch []int) (ma
 	if err != nil {
 		return nil, fmt.Errorf("storing a batch of %d results: %w", len(batch), err)
 	}
-	stored := make(map[uuid.UUID]dbsqlc.StoreCommandResultsRow, len(rows))
+	stored := make(map[uuid.UUID]dbsqlc.CommandResultRow, len(rows))
 	for _, r := range rows {
 		stored[r.ID] = r
 	}

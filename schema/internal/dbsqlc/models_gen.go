@@ -82,6 +82,13 @@ type CommandQueue struct {
 	TraceParent      *string
 }
 
+type CommandResultRow struct {
+	ID           uuid.UUID
+	DeploymentID *uuid.UUID
+	StepPosition *int32
+	Name         string
+}
+
 type ConcurrencyLimit struct {
 	Name       string
 	Scope      string

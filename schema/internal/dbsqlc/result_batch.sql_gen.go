@@ -14,43 +14,12 @@ import (
 
 const storeCommandResults = `-- name: StoreCommandResults :many
 
-WITH input AS (
-    SELECT unnest($1::uuid[]) AS command_id, unnest($2::bigint[]) AS lease_epoch,
-           unnest($3::text[]) AS status, unnest($4::bigint[]) AS exit_code,
-           unnest($5::text[]) AS output, unnest($6::bool[]) AS output_truncated,
-           unnest($7::text[]) AS error, unnest($8::timestamptz[]) AS started_at,
-           unnest($9::timestamptz[]) AS finished_at, unnest($10::bytea[]) AS output_raw,
-           unnest($11::uuid[]) AS instance_id, unnest($12::text[]) AS output_tail,
-           unnest($13::text[]) AS analysis_input
-), stored AS (
-    UPDATE command_queue c
-    SET status = u.status, exit_code = u.exit_code::int, output = u.output,
-        output_truncated = u.output_truncated, error = NULLIF(u.error, ''),
-        started_at = NULLIF(u.started_at, '0001-01-01 00:00:00+00'::timestamptz),
-        finished_at = NULLIF(u.finished_at, '0001-01-01 00:00:00+00'::timestamptz),
-        output_raw = u.output_raw, result_instance_id = u.instance_id
-    FROM input u, targets t
-    WHERE c.id = ANY($1::uuid[]) AND c.id = u.command_id AND c.lease_epoch = u.lease_epoch
-      AND c.status = 'running' AND t.id = c.target_id
-    RETURNING c.id, c.deployment_id, c.step_position, t.name, u.status, u.exit_code, u.output_tail,
-              u.output_truncated, u.error, u.analysis_input
-), event AS (
-    INSERT INTO deployment_events (deployment_id, type, data)
-    SELECT s.deployment_id, 'target.' || s.status,
-           jsonb_build_object('step_position', s.step_position, 'target', s.name, 'command_id', s.id,
-                              'exit_code', s.exit_code::int, 'output_tail', s.output_tail,
-                              'output_truncated', s.output_truncated)
-           || CASE WHEN s.error = '' THEN '{}'::jsonb ELSE jsonb_build_object('error', s.error) END
-    FROM stored s
-    WHERE s.deployment_id IS NOT NULL
-), analysis AS (
-    INSERT INTO analyses (command_id, source, input)
-    SELECT s.id, 'internal', right(s.analysis_input, $14::int)
-    FROM stored s
-    WHERE s.status = 'failed'
-    ON CONFLICT (command_id) DO NOTHING
-)
-SELECT id, deployment_id, step_position, name FROM stored
+SELECT id, deployment_id, step_position, name
+FROM store_command_results(
+    $1::uuid[], $2::bigint[], $3::text[], $4::bigint[],
+    $5::text[], $6::bool[], $7::text[], $8::timestamptz[],
+    $9::timestamptz[], $10::bytea[], $11::uuid[], $12::text[],
+    $13::text[], $14::int)
 `
 
 type StoreCommandResultsParams struct {
@@ -70,25 +39,16 @@ type StoreCommandResultsParams struct {
 	MaxAnalysisInput int32
 }
 
-type StoreCommandResultsRow struct {
-	ID           uuid.UUID
-	DeploymentID *uuid.UUID
-	StepPosition *int32
-	Name         string
-}
-
 // Batched results (schema/result_batch.go): many results stored by one statement, in
 // one transaction, each fenced by its own lease epoch as StoreCommandResult fences one.
 // StoreCommandResults records the results of running commands, given side by side in
 // arrays (one element per result), each at its lease epoch, with each one's target
-// event and, for a failure, its analysis request. The rows returned are the results
-// stored; a result without a row stored nothing (stale epoch, command not running).
-// A started_at or finished_at of 0001-01-01 00:00:00+00 (Go's zero time) is unknown.
-// The id = ANY(...) lets even a generic plan find the rows by primary key instead of
-// joining the whole table to the input. The update returns what the event and the
-// analysis request need from the input, so that neither joins the input again: the
-// planner, guessing one stored row, would scan the input once per stored row.
-func (q *Queries) StoreCommandResults(ctx context.Context, db DBTX, arg StoreCommandResultsParams) ([]StoreCommandResultsRow, error) {
+// event and, for a failure, its analysis request; the statement is the function
+// store_command_results (migration 021), which keeps one plan per connection. The rows
+// returned are the results stored; a result without a row stored nothing (stale
+// epoch, command not running). A started_at or finished_at of 0001-01-01 00:00:00+00
+// (Go's zero time) is unknown.
+func (q *Queries) StoreCommandResults(ctx context.Context, db DBTX, arg StoreCommandResultsParams) ([]CommandResultRow, error) {
 	rows, err := db.Query(ctx, storeCommandResults,
 		arg.CommandIds,
 		arg.LeaseEpochs,
@@ -109,9 +69,9 @@ func (q *Queries) StoreCommandResults(ctx context.Context, db DBTX, arg StoreCom
 		return nil, err
 	}
 	defer rows.Close()
-	items := []StoreCommandResultsRow{}
+	items := []CommandResultRow{}
 	for rows.Next() {
-		var i StoreCommandResultsRow
+		var i CommandResultRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.DeploymentID,
