@@ -3,7 +3,6 @@ package schema_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -119,20 +118,10 @@ func TestStoreReadsItsBatchNotTheRunningCommands(t *testing.T) {
 	conn, err := b.pool.Acquire(b.ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	store := func(db schema.DB, cmds []schema.Command) {
-		in := make([]schema.ResultToStore, len(cmds))
-		for i, c := range cmds {
-			in[i] = schema.ResultToStore{Instance: b.instance, Command: c.ID, Epoch: c.LeaseEpoch,
-				Result: schema.CommandResult{StartedAt: time.Now(), FinishedAt: time.Now()}}
-		}
-		for _, a := range schema.StoreCommandResults(b.ctx, db, in) {
-			require.NoError(t, a.Err)
-		}
-	}
 
 	// The connection's first result, while five commands run.
 	_, few := runningDeploymentCommands(t, b, 5)
-	store(conn, few[:1])
+	b.storeSucceeded(t, conn, few[0])
 	_, running := runningDeploymentCommands(t, b, many)
 
 	tx, err := conn.Begin(b.ctx)
@@ -144,7 +133,7 @@ func TestStoreReadsItsBatchNotTheRunningCommands(t *testing.T) {
 		return seqScans, fetched
 	}
 	scans, fetched := reads()
-	store(tx, running[:batch])
+	b.storeSucceeded(t, tx, running[:batch]...)
 	scansAfter, fetchedAfter := reads()
 	require.Equal(t, scans, scansAfter, "the store scanned every command")
 	require.Less(t, fetchedAfter-fetched, int64(many/2), "the store read most of the %d running commands for a batch of %d", many, batch)

@@ -45,14 +45,7 @@ func TestEndingCommandsWakesTheDispatchersOncePerTransaction(t *testing.T) {
 			return n
 		}
 		before := reads()
-		in := make([]schema.ResultToStore, len(cmds))
-		for i, c := range cmds {
-			in[i] = schema.ResultToStore{Instance: b.instance, Command: c.ID, Epoch: c.LeaseEpoch,
-				Result: schema.CommandResult{StartedAt: time.Now(), FinishedAt: time.Now()}}
-		}
-		for _, a := range schema.StoreCommandResults(b.ctx, tx, in) {
-			require.NoError(t, a.Err)
-		}
+		b.storeSucceeded(t, tx, cmds...)
 		read := reads() - before
 		require.NoError(t, tx.Commit(b.ctx))
 		return read

@@ -40,6 +40,20 @@ func runningDeploymentCommands(t *testing.T, b dispatchBundle, n int) (uuid.UUID
 	return id, cmds
 }
 
+// storeSucceeded stores a success for each of cmds in one statement on db, and
+// requires each to be stored.
+func (b dispatchBundle) storeSucceeded(t *testing.T, db schema.DB, cmds ...schema.Command) {
+	t.Helper()
+	in := make([]schema.ResultToStore, len(cmds))
+	for i, c := range cmds {
+		in[i] = schema.ResultToStore{Instance: b.instance, Command: c.ID, Epoch: c.LeaseEpoch,
+			Result: schema.CommandResult{StartedAt: time.Now(), FinishedAt: time.Now()}}
+	}
+	for _, a := range schema.StoreCommandResults(b.ctx, db, in) {
+		require.NoError(t, a.Err)
+	}
+}
+
 func setupResultBatch(t *testing.T, n int) (dispatchBundle, uuid.UUID, []schema.Command) {
 	t.Helper()
 	targets := make([]string, n)
