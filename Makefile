@@ -32,9 +32,14 @@ tools: build ## Install what the local stack needs and the machine lacks (tempor
 run: build ## Set up and run the whole local stack (Ctrl-C stops it).
 	$(BIN)/mantisctl dev up --dir $(STACK_DIR)
 
+# `--test-packages` installs what the suite runs besides the servers (PgBouncer, stunnel,
+# Chromium) once, before go test starts, so that no test installs anything. The dev
+# stack's own tests run again shuffled, twice, so that a test leaving a package global
+# changed fails the tests after it.
 .PHONY: test
 test: build console-tools ## Start real PostgreSQL, RabbitMQ and Temporal, run every test, stop them.
-	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/test -- $(GO) test $(GOTEST_FLAGS) ./...
+	$(BIN)/mantisctl dev exec --test-packages --dir $(STACK_DIR)/test -- sh -c \
+		'$(GO) test $(GOTEST_FLAGS) ./... && $(GO) test -shuffle=on -count=2 -timeout 10m ./internal/devstack/'
 
 # The console's browser test (internal/e2e/console_browser_test.go) drives headless
 # Chromium (the Debian package) and runs axe-core in its pages; axe-core is fetched with
@@ -42,10 +47,7 @@ test: build console-tools ## Start real PostgreSQL, RabbitMQ and Temporal, run e
 AXE_VERSION := 4.14.1
 AXE_DIR     := $(STACK_DIR)/cache/axe-core-$(AXE_VERSION)
 .PHONY: console-tools
-console-tools: ## Install chromium when missing and fetch axe-core into .mantis/cache (the console's browser test).
-	@command -v chromium >/dev/null || { \
-		if [ "$$(id -u)" != 0 ]; then echo "chromium missing: apt-get install -y chromium (or run make as root)"; exit 1; fi; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+console-tools: ## Fetch axe-core into .mantis/cache (the console's browser test; make test installs Chromium).
 	@test -f $(AXE_DIR)/axe.min.js || { \
 		command -v npm >/dev/null || { echo "npm missing: apt-get install -y npm"; exit 1; }; \
 		mkdir -p $(AXE_DIR) && cd $(AXE_DIR) && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
@@ -62,7 +64,7 @@ console-tools: ## Install chromium when missing and fetch axe-core into .mantis/
 # temporal-server, and TestTemporalServerKindAndPersistence checks its store is postgres12.
 TEMPORAL_SERVER_TESTS ?= TestTemporalServerKindAndPersistence|TestTemporalAuthorizerRefusesWrongIdentities|TestMandibleFirstStartOnFreshNamespaces|TestDeploymentIsFoundBySearchAttributes|TestDeploymentOnRealAgentsSucceedsAndEveryViewAgrees|TestCLIDeployWatchGetListAndRun|TestTemporalCLIStartsADeployment|TestPrepareNamespace|TestSearchAttributesFitSQLVisibility
 test-temporal-server: build ## Run the end-to-end job and the Temporal kill -9 scenario against temporal-server.
-	MANTIS_REQUIRE_TEMPORAL_SERVER=1 $(BIN)/mantisctl dev exec --temporal-server --dir $(STACK_DIR)/test-server -- \
+	MANTIS_REQUIRE_TEMPORAL_SERVER=1 $(BIN)/mantisctl dev exec --temporal-server --test-packages --dir $(STACK_DIR)/test-server -- \
 		$(GO) test $(GOTEST_FLAGS) -p 1 -run '$(TEMPORAL_SERVER_TESTS)' ./internal/e2e/ ./workers/
 	@mkdir -p $(STACK_DIR); rm -f $(STACK_DIR)/chaos-temporal-server.md
 	MANTIS_FAULT_TEMPORAL=server MANTIS_CHAOS_TABLE=$(abspath $(STACK_DIR))/chaos-temporal-server.md \

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,17 +49,26 @@ const (
 		" (PostgreSQL persistence, SQL visibility, its Web UI) instead of the Temporal dev server; installed on first use"
 )
 
+// testPackagesFlag is the flag that also installs the Debian packages the test suite
+// runs besides the servers.
+const testPackagesFlag = "test-packages"
+
+var testPackagesUsage = "also install the packages the test suite runs (" + strings.Join(devstack.TestPackageNames(), ", ") + ")"
+
 func newDevInstallCommand() *cobra.Command {
-	var temporalServer bool
+	var temporalServer, testPackages bool
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install what the local stack needs and the machine lacks (temporal CLI, RabbitMQ)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return devstack.Install(cmd.Context(), devLogger(), allServers("", temporalServer))
+			opts := allServers("", temporalServer)
+			opts.TestPackages = testPackages
+			return devstack.Install(cmd.Context(), devLogger(), opts)
 		},
 	}
 	cmd.Flags().BoolVar(&temporalServer, temporalServerFlag, false, "also install "+temporalServerUsage[len("run "):])
+	cmd.Flags().BoolVar(&testPackages, testPackagesFlag, false, testPackagesUsage)
 	return cmd
 }
 
@@ -91,8 +101,8 @@ func newDevCertsCommand() *cobra.Command {
 
 func newDevExecCommand() *cobra.Command {
 	var (
-		dir            string
-		temporalServer bool
+		dir                          string
+		temporalServer, testPackages bool
 	)
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARGS...]",
@@ -106,6 +116,7 @@ stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the
 			logger := devLogger()
 			opts := allServers(dir, temporalServer)
 			opts.Ephemeral = true
+			opts.TestPackages = testPackages
 			if err := devstack.Install(ctx, logger, opts); err != nil {
 				return err
 			}
@@ -153,5 +164,6 @@ stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".mantis/test", "directory for the servers' data and logs")
 	cmd.Flags().BoolVar(&temporalServer, temporalServerFlag, false, temporalServerUsage)
+	cmd.Flags().BoolVar(&testPackages, testPackagesFlag, false, testPackagesUsage+" before COMMAND starts")
 	return cmd
 }

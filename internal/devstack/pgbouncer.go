@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,15 +26,10 @@ const PoolModeTransaction = "transaction"
 // pgbouncerStartTimeout bounds the wait for PgBouncer to accept connections.
 const pgbouncerStartTimeout = 15 * time.Second
 
-// FindPgBouncer returns the pgbouncer binary, installing the Debian package with
-// apt-get when it is missing and the process runs as root.
-func FindPgBouncer(ctx context.Context, logger *slog.Logger) (string, error) {
-	path, installed, err := findOrInstall(ctx, logger, pgbouncerPackage, "pgbouncer", "/usr/sbin/pgbouncer")
-	if installed {
-		// The package starts a pooler service of its own on port 6432; ours is separate.
-		_ = exec.CommandContext(ctx, "service", pgbouncerPackage, "stop").Run()
-	}
-	return path, err
+// FindPgBouncer returns the pgbouncer binary. It installs nothing: Install with
+// Options.TestPackages does, before the tests start.
+func FindPgBouncer() (string, error) {
+	return findInstalled(pgbouncerDeb)
 }
 
 // PgBouncerOptions describe a PgBouncer in front of one database.
@@ -66,7 +60,7 @@ type PgBouncer struct {
 // application_name followed by " - <client host>:<port>" (application_name_add_host),
 // which tells pooled sessions apart in pg_stat_activity.
 func StartPgBouncer(ctx context.Context, logger *slog.Logger, opts PgBouncerOptions) (*PgBouncer, error) {
-	bin, err := FindPgBouncer(ctx, logger)
+	bin, err := FindPgBouncer()
 	if err != nil {
 		return nil, err
 	}

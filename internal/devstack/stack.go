@@ -67,7 +67,10 @@ type Options struct {
 	// UICodecEndpoint, when set, is the remote codec the Temporal Web UI decodes
 	// payloads with (Mandible's /codec).
 	UICodecEndpoint string
-	Logger          *slog.Logger
+	// TestPackages makes Install also install the Debian packages the test suite
+	// runs (TestPackageNames): PgBouncer, stunnel and Chromium.
+	TestPackages bool
+	Logger       *slog.Logger
 }
 
 // Stack is a running set of servers.

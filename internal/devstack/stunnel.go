@@ -15,11 +15,10 @@ import (
 // Temporal dev server, which serves plain gRPC only.
 const stunnelPackage = "stunnel4"
 
-// FindStunnel returns the stunnel binary, installing the Debian package with apt-get
-// when it is missing and the process runs as root.
-func FindStunnel(ctx context.Context, logger *slog.Logger) (string, error) {
-	path, _, err := findOrInstall(ctx, logger, stunnelPackage, "stunnel4", "stunnel")
-	return path, err
+// FindStunnel returns the stunnel binary. It installs nothing: Install with
+// Options.TestPackages does, before the tests start.
+func FindStunnel() (string, error) {
+	return findInstalled(stunnelDeb)
 }
 
 // TLSTerminator is a running stunnel that accepts TLS on Address, requires a client
@@ -45,7 +44,7 @@ type TLSTerminatorOptions struct {
 // StartTLSTerminator starts stunnel in front of opts.Backend and waits until it accepts
 // connections.
 func StartTLSTerminator(ctx context.Context, logger *slog.Logger, opts TLSTerminatorOptions) (*TLSTerminator, error) {
-	bin, err := FindStunnel(ctx, logger)
+	bin, err := FindStunnel()
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func repoRoot(t *testing.T) string {
 func newBrowser(t *testing.T, base string) *browser {
 	t.Helper()
 	chromium, err := exec.LookPath("chromium")
-	require.NoError(t, err, "chromium is missing: run `make console-tools` (apt-get install -y chromium)")
+	require.NoError(t, err, "chromium is missing: `mantisctl dev install --test-packages` installs it, as `make test` does")
 	axePath := os.Getenv(axePathVar)
 	if axePath == "" {
 		axePath = filepath.Join(repoRoot(t), ".mantis", "cache", "axe-core-"+axeVersion, "axe.min.js")
