@@ -28,6 +28,7 @@ const (
 // spans of a trace its caller sampled (the sampler is parent-based), so a
 // deployment is recorded whole or not at all.
 func TestSamplingIsParentBasedRatio(t *testing.T) {
+	keepGlobals(t)
 	var exported atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, err := io.ReadAll(r.Body)

@@ -34,6 +34,7 @@ func TestTraceParentRoundTrips(t *testing.T) {
 // Setup with an endpoint exports the process's spans under its service name, and
 // Shutdown flushes what the batcher still holds.
 func TestSetupExportsAndShutdownFlushes(t *testing.T) {
+	keepGlobals(t)
 	var exported atomic.Int32
 	var service atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,6 +73,7 @@ func TestSetupExportsAndShutdownFlushes(t *testing.T) {
 }
 
 func TestSetupRefusesABadSection(t *testing.T) {
+	keepGlobals(t)
 	_, err := telemetry.Setup(context.Background(), config.Tracing{Endpoint: "http://c:4318", SampleRatio: "1.5"}, telemetry.ServiceAgent, slog.New(slog.DiscardHandler))
 	require.ErrorContains(t, err, "tracing.sample_ratio")
 }
