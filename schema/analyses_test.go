@@ -124,11 +124,9 @@ func TestFailedCommandAnalysisCarriesItsCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cmds, 2)
 	now := time.Now()
-	_, err = schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmds[0].ID, cmds[0].LeaseEpoch,
-		schema.CommandResult{ExitCode: -1, Output: "waiting", TimedOut: true, StartedAt: now, FinishedAt: now})
+	_, err = schema.StoreCommandResult(b.ctx, b.pool, schema.ResultToStore{Instance: b.instance, Command: cmds[0].ID, Epoch: cmds[0].LeaseEpoch, Result: schema.CommandResult{ExitCode: -1, Output: "waiting", TimedOut: true, StartedAt: now, FinishedAt: now}})
 	require.NoError(t, err)
-	_, err = schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmds[1].ID, cmds[1].LeaseEpoch,
-		schema.CommandResult{ExitCode: 0, Output: "ok", StartedAt: now, FinishedAt: now})
+	_, err = schema.StoreCommandResult(b.ctx, b.pool, schema.ResultToStore{Instance: b.instance, Command: cmds[1].ID, Epoch: cmds[1].LeaseEpoch, Result: schema.CommandResult{ExitCode: 0, Output: "ok", StartedAt: now, FinishedAt: now}})
 	require.NoError(t, err)
 
 	a, err := schema.AnalysisByCommandID(b.ctx, b.pool, cmds[0].ID)

@@ -123,9 +123,11 @@ func TestRedispatchOfAnUnclaimedCommandIsFenced(t *testing.T) {
 	require.Equal(t, "queued", st, "polling may still claim the last delivery")
 }
 
-// A result is fenced by its lease epoch: any instance may deliver it while the epoch
-// is current; a replay is accepted once; a stale epoch is refused and says so.
-func TestResultIsFencedByTheLeaseEpochNotTheHolder(t *testing.T) {
+// A result is fenced by its lease epoch and by who sends it: the holder, or an
+// instance forwarding it for the command's own target, while the epoch is current; a
+// replay is accepted once; a stale epoch is refused and says so without naming an
+// epoch; any other caller is refused with ErrNotOwn, whatever the epoch.
+func TestResultIsFencedByTheLeaseEpochAndItsSender(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t, "web-1")
 	id := b.enqueue(t, req("k1", "web-1", "normal"))[0].ID
@@ -134,24 +136,44 @@ func TestResultIsFencedByTheLeaseEpochNotTheHolder(t *testing.T) {
 	require.NoError(t, err)
 	cmd := cmds[0]
 	require.EqualValues(t, 1, cmd.LeaseEpoch)
+	store := func(instance uuid.UUID, epoch int64, target string) (schema.StoredResult, error) {
+		return schema.StoreCommandResult(b.ctx, b.pool, schema.ResultToStore{
+			Instance: instance, Command: cmd.ID, Epoch: epoch, Target: target, Result: schema.CommandResult{ExitCode: 0, Output: "ok"}})
+	}
 
-	// The holder handed it back and claimed it again: epoch 1 is stale.
+	// The holder handed it back (nobody holds it now) and claimed it again: epoch 1 is
+	// stale. A report for its own target is told why.
 	_, err = schema.ReleaseCommands(b.ctx, b.pool, b.instance, []schema.CommandLease{{ID: cmd.ID, Epoch: 1}})
 	require.NoError(t, err)
-	_, err = schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmd.ID, 1, schema.CommandResult{ExitCode: 0})
+	_, err = store(b.instance, 1, "web-1")
 	require.ErrorIs(t, err, schema.ErrNotHeld)
 	require.ErrorContains(t, err, "handed back unrun")
+	_, err = store(b.instance, 1, "")
+	require.ErrorIs(t, err, schema.ErrNotOwn, "released, the command is held by nobody")
 	again, err := schema.FetchPendingCommands(b.ctx, b.pool, schema.FetchCommandsRequest{InstanceID: b.instance, PollTargets: []string{"web-1"}, Max: 1})
 	require.NoError(t, err)
 	require.EqualValues(t, 2, again[0].LeaseEpoch)
-	_, err = schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmd.ID, 1, schema.CommandResult{ExitCode: 0})
+	_, err = store(b.instance, 1, "")
 	require.ErrorIs(t, err, schema.ErrNotHeld)
-	require.ErrorContains(t, err, "stale lease epoch 1, current 2")
+	require.ErrorContains(t, err, "stale lease epoch")
+	require.NotRegexp(t, `epoch \d|current`, err.Error(), "a refusal names no epoch")
 
-	// Another instance forwards the result at the current epoch: it is stored, and
-	// records who delivered it.
+	// Another instance, at the current epoch: refused unless it reports for the
+	// command's own target, and the refusal tells it nothing of the lease.
 	forwarder := uuid.New()
-	stored, err := schema.StoreCommandResult(b.ctx, b.pool, forwarder, cmd.ID, 2, schema.CommandResult{ExitCode: 0, Output: "ok"})
+	for _, target := range []string{"", "web-2"} {
+		_, err = store(forwarder, 2, target)
+		require.ErrorIs(t, err, schema.ErrNotOwn, "forwarded for target %q", target)
+		require.NotContains(t, err.Error(), "epoch")
+		_, err = store(forwarder, 1, target)
+		require.ErrorIs(t, err, schema.ErrNotOwn, "a stale epoch from a stranger is refused as not its own")
+	}
+	var status string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT status FROM command_queue WHERE id = $1`, cmd.ID).Scan(&status))
+	require.Equal(t, "running", status, "nothing was stored")
+
+	// Forwarded for its own target, it is stored, and records who delivered it.
+	stored, err := store(forwarder, 2, "web-1")
 	require.NoError(t, err)
 	require.False(t, stored.Replayed)
 	require.Equal(t, "succeeded", stored.Status)
@@ -160,11 +182,11 @@ func TestResultIsFencedByTheLeaseEpochNotTheHolder(t *testing.T) {
 	require.Equal(t, b.instance, holder)
 	require.Equal(t, forwarder, deliveredBy)
 
-	replay, err := schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmd.ID, 2, schema.CommandResult{ExitCode: 0, Output: "ok"})
-	require.NoError(t, err, "a replay through any instance is accepted")
+	replay, err := store(b.instance, 2, "")
+	require.NoError(t, err, "a replay through the holder is accepted")
 	require.True(t, replay.Replayed)
-	_, err = schema.StoreCommandResult(b.ctx, b.pool, forwarder, cmd.ID, 1, schema.CommandResult{ExitCode: 0})
-	require.ErrorContains(t, err, "stale lease epoch 1, current 2")
+	_, err = store(forwarder, 1, "web-1")
+	require.ErrorContains(t, err, "stale lease epoch")
 
 	// A command Mandible failed without a result (overdue) does not take a late
 	// result as a replay: it is refused, saying why.
@@ -174,7 +196,7 @@ func TestResultIsFencedByTheLeaseEpochNotTheHolder(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.pool.Exec(b.ctx, `UPDATE command_queue SET status = 'failed', error = 'overdue' WHERE id = $1`, cmds[0].ID)
 	require.NoError(t, err)
-	_, err = schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmds[0].ID, cmds[0].LeaseEpoch, schema.CommandResult{ExitCode: 0})
+	_, err = schema.StoreCommandResult(b.ctx, b.pool, schema.ResultToStore{Instance: b.instance, Command: cmds[0].ID, Epoch: cmds[0].LeaseEpoch, Result: schema.CommandResult{ExitCode: 0}})
 	require.ErrorIs(t, err, schema.ErrNotHeld)
 	require.ErrorContains(t, err, "was failed by mandible")
 }

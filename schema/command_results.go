@@ -94,14 +94,17 @@ func storedText(r CommandResult) resultText {
 }
 
 // StoreCommandResult records the result of a running command at its current lease
-// epoch, the fencing token, and records instance as the one that delivered it: any
-// Thorax instance may forward a result, whichever instance claimed the command. A
-// result at a stale epoch, or for a command that ended otherwise (cancelled, lost), gets
-// ErrNotHeld saying which; an unknown command, ErrNotFound. Storing the result of the
+// epoch, the fencing token, and records in.Instance as the one that delivered it. The
+// instance holding the command stores its result, and so does an instance forwarding
+// it for the command's own target (in.Target, the reporting agent's certificate name):
+// a poll agent reports through whichever instance it reaches. A result from any other
+// caller gets ErrNotOwn; one at a stale epoch, or for a command that ended otherwise
+// (cancelled, lost), ErrNotHeld saying which; an unknown command, ErrNotFound. Storing the result of the
 // same epoch again (a retried or forwarded call) is accepted once. Any
 // output is accepted: its bytes are kept in output_raw, its display text is what the
 // event, the views and the analysis read.
-func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, r CommandResult) (StoredResult, error) {
+func StoreCommandResult(ctx context.Context, db DB, in ResultToStore) (StoredResult, error) {
+	instance, command, epoch, r := in.Instance, in.Command, in.Epoch, in.Result
 	status := CommandFailed
 	if r.Succeeded() {
 		status = CommandSucceeded
@@ -113,10 +116,10 @@ func StoreCommandResult(ctx context.Context, db DB, instance, command uuid.UUID,
 	row, err := queries.StoreCommandResult(ctx, db, dbsqlc.StoreCommandResultParams{
 		Status: status, ExitCode: int32(r.ExitCode), Output: text.display, OutputTruncated: text.truncated, Error: text.errText,
 		StartedAt: nullTime(r.StartedAt), FinishedAt: nullTime(r.FinishedAt), OutputRaw: text.raw, InstanceID: instance,
-		CommandID: command, LeaseEpoch: epoch, OutputTail: text.tail, AnalysisInput: text.analysis, MaxAnalysisInput: MaxAnalysisInput,
+		CommandID: command, LeaseEpoch: epoch, Target: in.Target, OutputTail: text.tail, AnalysisInput: text.analysis, MaxAnalysisInput: MaxAnalysisInput,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		st, err := resultRefusal(ctx, db, command, epoch)
+		st, err := resultRefusal(ctx, db, in)
 		if err != nil {
 			return StoredResult{}, err
 		}

@@ -42,6 +42,11 @@ type Command struct {
 // says which.
 var ErrNotHeld = errors.New("command is not held at this lease epoch")
 
+// ErrNotOwn is returned for a result from a caller that neither holds the command nor
+// forwards it for the command's own target: an identity acting on what is not its
+// own. The error says which, and names no epoch.
+var ErrNotOwn = errors.New("result refused: its caller neither holds the command nor reports for its target")
+
 // ErrInstanceDead is returned for calls from an instance that is unknown or was marked
 // dead; it must register again.
 var ErrInstanceDead = errors.New("thorax instance is unknown or was marked dead: register again")

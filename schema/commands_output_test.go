@@ -43,9 +43,9 @@ func TestResultWithNULAndInvalidUTF8IsStoredAndShown(t *testing.T) {
 	b := setupDispatch(t, "web-1")
 	deployment, cmd := runningDeploymentCommand(t, b)
 	now := time.Now()
-	stored, err := schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmd.ID, cmd.LeaseEpoch, schema.CommandResult{
+	stored, err := schema.StoreCommandResult(b.ctx, b.pool, schema.ResultToStore{Instance: b.instance, Command: cmd.ID, Epoch: cmd.LeaseEpoch, Result: schema.CommandResult{
 		ExitCode: 3, Output: hostileOutput, Error: "exit\x00ed \xff badly", StartedAt: now, FinishedAt: now,
-	})
+	}})
 	require.NoError(t, err)
 	require.Equal(t, "failed", stored.Status)
 
@@ -93,9 +93,9 @@ func TestOversizedOutputAndErrorAreBoundedNotRefused(t *testing.T) {
 	deployment, cmd := runningDeploymentCommand(t, b)
 	output := strings.Repeat("\x00", schema.MaxRawOutputBytes) + "THE END"
 	now := time.Now()
-	_, err := schema.StoreCommandResult(b.ctx, b.pool, b.instance, cmd.ID, cmd.LeaseEpoch, schema.CommandResult{
+	_, err := schema.StoreCommandResult(b.ctx, b.pool, schema.ResultToStore{Instance: b.instance, Command: cmd.ID, Epoch: cmd.LeaseEpoch, Result: schema.CommandResult{
 		ExitCode: 0, Output: output, Error: strings.Repeat("é", safetext.MaxErrorBytes), StartedAt: now, FinishedAt: now,
-	})
+	}})
 	require.NoError(t, err)
 
 	var (

@@ -113,8 +113,8 @@ func outputRefusal(ctx context.Context, tx pgx.Tx, req StoreOutputRequest, err e
 	if !exists {
 		return ErrNotFound
 	}
-	return fmt.Errorf("%w: instance %s does not hold it at epoch %d for target %q (or it ended over %s ago)",
-		ErrNotHeld, req.InstanceID, req.LeaseEpoch, req.Target, OutputTrailGrace)
+	return fmt.Errorf("%w: instance %s does not hold it at the epoch it names for target %q (or it ended over %s ago)",
+		ErrNotHeld, req.InstanceID, req.Target, OutputTrailGrace)
 }
 
 // outputWriter stores one batch's chunks within the command's bound.

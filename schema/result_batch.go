@@ -32,13 +32,18 @@ const (
 	dataExceptionClass = "22"
 )
 
-// ResultToStore is one result for a ResultBatcher: the command, its lease epoch (the
-// fencing token), the instance forwarding it and what the run produced.
+// ResultToStore is one result to store: the command, its lease epoch (the fencing
+// token), the instance sending it, the target it reports for, and what the run
+// produced.
 type ResultToStore struct {
 	Instance uuid.UUID
 	Command  uuid.UUID
 	Epoch    int64
-	Result   CommandResult
+	// Target is the target whose agent reported the result, as its certificate names
+	// it: a result is stored from the instance holding the command, or when Target is
+	// the command's own target. Empty, only the holder's result is stored.
+	Target string
+	Result CommandResult
 }
 
 // ResultBatcher stores results as StoreCommandResult does, but groups the results of
@@ -228,7 +233,7 @@ func storeResults(ctx context.Context, db DB, in []ResultToStore, answer func(in
 	}
 	// Those that stored nothing are told why, after the others have their answer.
 	for _, i := range later {
-		st, err := resultRefusal(ctx, db, in[i].Command, in[i].Epoch)
+		st, err := resultRefusal(ctx, db, in[i])
 		if err != nil {
 			answer(i, StoredResult{}, err)
 			continue
@@ -258,6 +263,7 @@ func storeBatch(ctx context.Context, db DB, in []ResultToStore, batch []int) (ma
 		p.FinishedAt = append(p.FinishedAt, r.FinishedAt.UTC())
 		p.OutputsRaw = append(p.OutputsRaw, t.raw)
 		p.InstanceIds = append(p.InstanceIds, in[i].Instance)
+		p.Targets = append(p.Targets, in[i].Target)
 		p.OutputTails = append(p.OutputTails, t.tail)
 		p.AnalysisInputs = append(p.AnalysisInputs, t.analysis)
 	}
@@ -281,7 +287,7 @@ func storeAlone(ctx context.Context, db DB, in ResultToStore) (StoredResult, err
 	if int64(int32(in.Result.ExitCode)) != int64(in.Result.ExitCode) {
 		return StoredResult{}, &InputError{Problems: []string{fmt.Sprintf("result of %s: exit code %d is out of range", in.Command, in.Result.ExitCode)}}
 	}
-	out, err := StoreCommandResult(ctx, db, in.Instance, in.Command, in.Epoch, in.Result)
+	out, err := StoreCommandResult(ctx, db, in)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, dataExceptionClass) {
 		return StoredResult{}, &InputError{Problems: []string{fmt.Sprintf("result of %s: the database refused it: %s", in.Command, pgErr.Message)}}

@@ -140,6 +140,34 @@ func TestResultBatchRefusesOnlyTheStaleAndTheInvalid(t *testing.T) {
 	require.Equal(t, 4, events)
 }
 
+// In a batch, each result is stored only from the instance holding its command or for
+// the command's own target; another caller's result fails alone with ErrNotOwn, and
+// stores nothing, even at the current epoch.
+func TestResultBatchStoresOnlyFromTheHolderOrForTheTarget(t *testing.T) {
+	t.Parallel()
+	b, _, cmds := setupResultBatch(t, 4)
+	stranger := uuid.New()
+	result := func(c schema.Command, instance uuid.UUID, target string) schema.ResultToStore {
+		return schema.ResultToStore{Instance: instance, Command: c.ID, Epoch: c.LeaseEpoch, Target: target,
+			Result: schema.CommandResult{ExitCode: 0, Output: "forged"}}
+	}
+	in := []schema.ResultToStore{
+		result(cmds[0], b.instance, ""),           // the holder
+		result(cmds[1], stranger, ""),             // names no target
+		result(cmds[2], stranger, cmds[3].Target), // another target's agent
+		result(cmds[3], stranger, cmds[3].Target), // a forward for its own target
+	}
+	answers := schema.StoreCommandResults(b.ctx, b.pool, in)
+	require.NoError(t, answers[0].Err)
+	require.NoError(t, answers[3].Err)
+	for _, i := range []int{1, 2} {
+		require.ErrorIs(t, answers[i].Err, schema.ErrNotOwn, "result %d", i)
+		var status string
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT status FROM command_queue WHERE id = $1`, cmds[i].ID).Scan(&status))
+		require.Equal(t, schema.CommandRunning, status, "result %d stored nothing", i)
+	}
+}
+
 // Concurrent callers of a ResultBatcher share statements: 64 results released at once
 // through one flush at a time take fewer than 64 batches, and each caller gets its own
 // answer.

@@ -18,28 +18,41 @@ const OutcomeBudgetSpent = "budget_spent"
 // epoch to 1 or more.
 const UnclaimedLeaseEpoch = 0
 
-// resultRefusal explains a result at epoch that stored nothing. It returns the status
-// already stored when a result at that same epoch was recorded before (a replay, to be
-// accepted), and otherwise ErrNotHeld saying why the result is refused: a stale epoch,
-// or a command that ended without it.
-func resultRefusal(ctx context.Context, db DB, command uuid.UUID, epoch int64) (string, error) {
+// resultRefusal explains a result in that stored nothing. A caller that neither holds
+// the command nor names its target gets ErrNotOwn, whatever else holds, so that a
+// refusal tells such a caller nothing of the command's lease. Otherwise it returns
+// the status already stored when a result at that same epoch was recorded before (a
+// replay, to be accepted), or ErrNotHeld saying why the result is refused: a stale
+// epoch, or a command that ended without it. No refusal names an epoch.
+func resultRefusal(ctx context.Context, db DB, in ResultToStore) (string, error) {
+	command := in.Command
 	lease, err := queries.CommandLease(ctx, db, command)
 	if err != nil {
 		return "", notFound(err)
 	}
+	holds := lease.HolderInstanceID != nil && *lease.HolderInstanceID == in.Instance
+	switch {
+	case holds, in.Target != "" && in.Target == lease.Target && lease.Mode == ModePoll:
+	case in.Target == "":
+		return "", fmt.Errorf("%w: instance %s does not hold command %s, and the result names no target it reports for", ErrNotOwn, in.Instance, command)
+	case in.Target == lease.Target:
+		return "", fmt.Errorf("%w: command %s runs in listen mode, and only the instance holding it reports it; instance %s does not hold it", ErrNotOwn, command, in.Instance)
+	default:
+		return "", fmt.Errorf("%w: command %s is not a command of target %s, and instance %s does not hold it", ErrNotOwn, command, in.Target, in.Instance)
+	}
 	cur, st := lease.LeaseEpoch, lease.Status
 	switch {
-	case cur != epoch:
-		return "", fmt.Errorf("%w: stale lease epoch %d, current %d (command %s is %s)", ErrNotHeld, epoch, cur, command, st)
+	case cur != in.Epoch:
+		return "", fmt.Errorf("%w: stale lease epoch: command %s was claimed again since and is %s", ErrNotHeld, command, st)
 	case (st == CommandSucceeded || st == CommandFailed) && lease.Reported:
 		return st, nil
 	case st == CommandFailed:
 		// Mandible settled it without a result (overdue past its timeout).
-		return "", fmt.Errorf("%w: command %s was failed by mandible at lease epoch %d before its result arrived; its result is refused", ErrNotHeld, command, cur)
+		return "", fmt.Errorf("%w: command %s was failed by mandible before its result arrived; its result is refused", ErrNotHeld, command)
 	case st == CommandQueued:
-		return "", fmt.Errorf("%w: command %s was handed back unrun at lease epoch %d and is queued", ErrNotHeld, command, cur)
+		return "", fmt.Errorf("%w: command %s was handed back unrun and is queued", ErrNotHeld, command)
 	}
-	return "", fmt.Errorf("%w: command %s is %s at lease epoch %d; its result is refused", ErrNotHeld, command, st, cur)
+	return "", fmt.Errorf("%w: command %s is %s; its result is refused", ErrNotHeld, command, st)
 }
 
 // unclaimedRefusal explains why another dispatch of an unclaimed command changed

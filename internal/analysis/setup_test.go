@@ -103,7 +103,7 @@ func (b *bundle) run(t *testing.T, deploymentID *uuid.UUID, step *int, results .
 		ordered[i] = byRequest[e.ID]
 	}
 	for i, id := range ordered {
-		_, err := schema.StoreCommandResult(b.ctx, b.pool, b.instance, id, epochs[id], results[i])
+		_, err := schema.StoreCommandResult(b.ctx, b.pool, schema.ResultToStore{Instance: b.instance, Command: id, Epoch: epochs[id], Result: results[i]})
 		require.NoError(t, err)
 	}
 	return ordered

@@ -88,7 +88,7 @@ func fakeExecutor(t *testing.T, f dispatchFixture, targets []string) {
 				if strings.Contains(c.Command, "fail") {
 					res.ExitCode, res.Output = 127, "sh: 1: deploy-tool: not found"
 				}
-				_, _ = schema.StoreCommandResult(ctx, f.pool, instance, c.ID, c.LeaseEpoch, res)
+				_, _ = schema.StoreCommandResult(ctx, f.pool, schema.ResultToStore{Instance: instance, Command: c.ID, Epoch: c.LeaseEpoch, Result: res})
 			}
 		}
 	}()

@@ -75,3 +75,14 @@ func (s *MandibleService) authorizeInstance(ctx context.Context, instance uuid.U
 	}
 	return s.Guard.RefuseBinding(ctx, identity.BindingInstance, caller, msg)
 }
+
+// refuseNotOwn refuses a call that changes a command its caller neither holds nor
+// reports for (schema.ErrNotOwn): PERMISSION_DENIED, logged and counted as a refusal
+// of what the call names. Without identities (grpc.insecure) it is refused all the same.
+func (s *MandibleService) refuseNotOwn(ctx context.Context, err error) error {
+	caller, ok := identity.FromContext(ctx)
+	if !ok {
+		caller = identity.ID{Role: identity.RoleThorax, Name: "(no certificate)"}
+	}
+	return s.Guard.RefuseBinding(ctx, identity.BindingCommand, caller, err.Error())
+}

@@ -201,11 +201,13 @@ func commandToProto(c schema.Command) *mantisv1.Command {
 	return pc
 }
 
-// StoreCommandResult records a result, fenced by its lease epoch: whichever instance
-// forwards a result at the command's current epoch, it is recorded, with that instance
-// as the one that delivered it. A stale epoch is FAILED_PRECONDITION and says so.
-// Concurrent calls are stored together, one statement per batch (results.go); each
-// still gets its own answer.
+// StoreCommandResult records a result, fenced by its lease epoch and by its sender:
+// the instance holding the command, or one forwarding it for the command's own target
+// (req.target, the reporting agent's certificate name as Thorax read it). Any other
+// caller is PERMISSION_DENIED, logged and counted as a refusal of what it names; a
+// stale epoch is FAILED_PRECONDITION and says so, naming no epoch. Concurrent calls
+// are stored together, one statement per batch (results.go); each still gets its own
+// answer.
 func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.StoreCommandResultRequest) (*mantisv1.StoreCommandResultResponse, error) {
 	id, err := parseID("instance_id", req.GetInstanceId())
 	if err != nil {
@@ -220,6 +222,11 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	}
 	if req.GetLeaseEpoch() < 1 {
 		return nil, invalid("lease_epoch", "must be positive, got %d", req.GetLeaseEpoch())
+	}
+	if t := req.GetTarget(); t != "" {
+		if err := (schema.NewTarget{Name: t, Mode: schema.ModePoll}).Validate(); err != nil {
+			return nil, invalid("target", "%q is not a valid target name", safetext.Bound(t, maxNameLen))
+		}
 	}
 	r := req.GetResult()
 	if r == nil {
@@ -236,11 +243,14 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	if r.GetFinishedAt() != nil && !r.GetFinishedAt().IsValid() {
 		return nil, invalid("result.finished_at", "not a valid timestamp")
 	}
-	stored, err := s.results.batcher(s.DB).Store(ctx, schema.ResultToStore{Instance: id, Command: cmd, Epoch: req.GetLeaseEpoch(), Result: schema.CommandResult{
+	stored, err := s.results.batcher(s.DB).Store(ctx, schema.ResultToStore{Instance: id, Command: cmd, Epoch: req.GetLeaseEpoch(), Target: req.GetTarget(), Result: schema.CommandResult{
 		ExitCode: int(r.GetExitCode()), Output: string(output), OutputTruncated: truncated,
 		TimedOut: r.GetTimedOut(), Cancelled: r.GetCancelled(), Error: safetext.Bound(r.GetError(), maxErrorBytes),
 		StartedAt: timeOf(r.GetStartedAt()), FinishedAt: timeOf(r.GetFinishedAt()),
 	}})
+	if errors.Is(err, schema.ErrNotOwn) {
+		return nil, s.refuseNotOwn(ctx, err)
+	}
 	if err != nil {
 		if errors.Is(err, schema.ErrNotHeld) {
 			s.Logger.WarnContext(ctx, "refused command result", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(), "err", err)

@@ -163,9 +163,15 @@ func TestResultFromStaleHolderIsRefused(t *testing.T) {
 	require.Len(t, resp.GetCommands(), 1)
 	require.Equal(t, int64(2), resp.GetCommands()[0].GetLeaseEpoch())
 
+	// Reported for its own target (as Thorax forwards a poll agent's result), it is
+	// stale; reported without one, a is a stranger to the command now.
+	_, err = b.client.StoreCommandResult(b.ctx, &mantisv1.StoreCommandResultRequest{InstanceId: a, CommandId: cmdID.String(), LeaseEpoch: 1,
+		Target: "web-1", Result: &mantisv1.CommandResult{ExitCode: 0}})
+	require.Equal(t, codes.FailedPrecondition, code(err), "%v", err)
+	require.Contains(t, status.Convert(err).Message(), "stale lease epoch")
 	_, err = b.client.StoreCommandResult(b.ctx, &mantisv1.StoreCommandResultRequest{InstanceId: a, CommandId: cmdID.String(), LeaseEpoch: 1,
 		Result: &mantisv1.CommandResult{ExitCode: 0}})
-	require.Equal(t, codes.FailedPrecondition, code(err), "%v", err)
+	require.Equal(t, codes.PermissionDenied, code(err), "%v", err)
 	_, err = b.client.StoreCommandResult(b.ctx, &mantisv1.StoreCommandResultRequest{InstanceId: other, CommandId: cmdID.String(), LeaseEpoch: 2,
 		Result: &mantisv1.CommandResult{ExitCode: 3, Output: []byte("boom")}})
 	require.NoError(t, err)

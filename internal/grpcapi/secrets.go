@@ -31,9 +31,9 @@ func (s *MandibleService) openSecrets(ctx context.Context, instance uuid.UUID, c
 		s.Logger.WarnContext(ctx, "failing command: its secret env could not be resolved",
 			"command_id", c.ID, "deployment_id", deployment, "target", c.Target, "err", err)
 		now := time.Now()
-		if _, ferr := schema.StoreCommandResult(ctx, s.DB, instance, c.ID, c.LeaseEpoch, schema.CommandResult{
+		if _, ferr := schema.StoreCommandResult(ctx, s.DB, schema.ResultToStore{Instance: instance, Command: c.ID, Epoch: c.LeaseEpoch, Result: schema.CommandResult{
 			ExitCode: -1, Error: err.Error(), StartedAt: now, FinishedAt: now,
-		}); ferr != nil {
+		}}); ferr != nil {
 			// The command stays running under this instance's lease: the result grace
 			// of the settle loop ends it.
 			s.Logger.ErrorContext(ctx, "failing command with unresolvable secret env", "command_id", c.ID, "err", ferr)

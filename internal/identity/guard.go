@@ -127,6 +127,9 @@ const (
 	BindingInstance = "own_instance"
 	// BindingTarget is a target named by another target's agent.
 	BindingTarget = "own_target"
+	// BindingCommand is a command changed by a caller that neither holds it nor
+	// reports for its target.
+	BindingCommand = "own_command"
 	// presentedOther is the presented label of a binding refusal.
 	presentedOther = "other"
 )

@@ -102,7 +102,9 @@ func TestAgentActsOnlyForItsOwnTarget(t *testing.T) {
 		Target: "web-2", CommandId: commandID("cmd-web-2"), LeaseEpoch: 1, Result: &mantisv1.CommandResult{ExitCode: 0},
 	})
 	require.NoError(t, err)
-	require.Equal(t, commandID("cmd-web-2"), receive(t, f.mandible.stored).GetCommandId())
+	stored := receive(t, f.mandible.stored)
+	require.Equal(t, commandID("cmd-web-2"), stored.GetCommandId())
+	require.Equal(t, "web-2", stored.GetTarget(), "Mandible is told whose agent reported it")
 }
 
 // The instance exports its own certificate's expiry.

@@ -53,8 +53,10 @@ func (b *book) endStore(h *holding, err error) {
 // epoch the command was handed out with, and returns Mandible's answer. It
 // retries every transient failure until Mandible acknowledges or refuses the
 // result, or ctx ends (the drain gave up). Whichever instance id this
-// instance holds now goes with it: Mandible records who delivered a result
-// but fences it by the epoch alone.
+// instance holds now goes with it, and for a poll command the target whose
+// agent reported it (its certificate's name): Mandible stores a result from
+// the command's holder, or from any instance reporting for the command's own
+// target.
 func (t *Thorax) storeResult(ctx context.Context, h *holding, result *mantisv1.CommandResult) error {
 	if out := result.GetOutput(); len(out) > maxResultOutput {
 		// An agent above Mandible's limit would lose the whole result; keep
@@ -71,7 +73,8 @@ func (t *Thorax) storeResult(ctx context.Context, h *holding, result *mantisv1.C
 		case err == nil:
 			t.logger.DebugContext(ctx, "stored command result", append(attrs, "exit_code", result.GetExitCode(), "attempts", attempt)...)
 			return nil
-		case status.Code(err) == codes.FailedPrecondition, status.Code(err) == codes.NotFound:
+		case status.Code(err) == codes.FailedPrecondition, status.Code(err) == codes.NotFound,
+			status.Code(err) == codes.PermissionDenied:
 			t.logger.WarnContext(ctx, "mandible refused the result", append(attrs, "err", err)...)
 			t.metrics.resultRefused()
 			return err
@@ -108,9 +111,22 @@ func (t *Thorax) storeOnce(ctx context.Context, h *holding, result *mantisv1.Com
 		InstanceId: id,
 		CommandId:  h.cmd.GetId(),
 		LeaseEpoch: h.cmd.GetLeaseEpoch(),
+		Target:     reportingTarget(h.cmd),
 		Result:     result,
 	})
 	return err
+}
+
+// reportingTarget is the target a result is reported for: a poll command's
+// result comes from its target's agent, whose certificate names it (the
+// agents server checked), and may reach Mandible through an instance that does
+// not hold the command. A listen command's result comes from this instance's
+// own call, and is stored as the holder's.
+func reportingTarget(cmd *mantisv1.Command) string {
+	if cmd.GetMode() == modePoll {
+		return cmd.GetTarget()
+	}
+	return ""
 }
 
 // waitStored waits for the store of h's result that another report started,
@@ -127,14 +143,15 @@ func waitStored(ctx context.Context, h *holding) error {
 
 // resultAnswer is what an agent hears about its result from Mandible's answer
 // err: OK once stored, FAILED_PRECONDITION when Mandible refused it (saying
-// why: a stale lease epoch, a command that ended otherwise), and UNAVAILABLE
+// why: a stale lease epoch, a command that ended otherwise, a command of
+// another target), and UNAVAILABLE
 // when it could not be stored yet, so that the agent retries, here or at
 // another instance.
 func resultAnswer(commandID string, err error) error {
 	switch status.Code(err) {
 	case codes.OK:
 		return nil
-	case codes.FailedPrecondition, codes.NotFound:
+	case codes.FailedPrecondition, codes.NotFound, codes.PermissionDenied:
 		return status.Errorf(codes.FailedPrecondition, "mandible refused the result of command %s: %s", commandID, status.Convert(err).Message())
 	}
 	return status.Errorf(codes.Unavailable, "storing the result of command %s in mandible: %s", commandID, status.Convert(err).Message())

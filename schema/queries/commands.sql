@@ -43,7 +43,8 @@ ORDER BY priority_rank, created_at;
 -- name: StoreCommandResult :one
 -- StoreCommandResult records a running command's result at lease_epoch, the fencing
 -- token, in one statement with its target event and, for a failure, its analysis
--- request. No row means nothing was stored.
+-- request. Only the instance holding the command stores it, or one forwarding a poll
+-- command for its own target (target, an empty string for none). No row means nothing was stored.
 WITH stored AS (
     UPDATE command_queue c
     SET status = @status::text, exit_code = @exit_code::int, output = @output::text,
@@ -52,6 +53,7 @@ WITH stored AS (
         output_raw = @output_raw::bytea, result_instance_id = @instance_id::uuid
     FROM targets t
     WHERE c.id = @command_id::uuid AND c.lease_epoch = @lease_epoch::bigint AND c.status = 'running' AND t.id = c.target_id
+      AND (c.holder_instance_id = @instance_id::uuid OR (@target::text <> '' AND t.name = @target::text AND c.mode = 'poll'))
     RETURNING c.id, c.deployment_id, c.step_position, t.name
 ), event AS (
     INSERT INTO deployment_events (deployment_id, type, data)

@@ -371,8 +371,14 @@ type StoreCommandResultRequest struct {
 	InstanceId string                 `protobuf:"bytes,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
 	CommandId  string                 `protobuf:"bytes,2,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// lease_epoch is the epoch of the claim that returned the command.
-	LeaseEpoch    int64          `protobuf:"varint,3,opt,name=lease_epoch,json=leaseEpoch,proto3" json:"lease_epoch,omitempty"`
-	Result        *CommandResult `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
+	LeaseEpoch int64          `protobuf:"varint,3,opt,name=lease_epoch,json=leaseEpoch,proto3" json:"lease_epoch,omitempty"`
+	Result     *CommandResult `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
+	// target is the target whose agent reported the result: the name on the reporting
+	// agent's certificate, set by Thorax, never by the agent's own claim. Mandible
+	// stores a result only from the instance holding the command, or when target is
+	// the command's own target (a forward, through an instance that does not hold it).
+	// Without it a result is stored only from the holder.
+	Target        string `protobuf:"bytes,5,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -433,6 +439,13 @@ func (x *StoreCommandResultRequest) GetResult() *CommandResult {
 		return x.Result
 	}
 	return nil
+}
+
+func (x *StoreCommandResultRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
 }
 
 type StoreCommandResultResponse struct {
@@ -783,7 +796,7 @@ const file_mantis_v1_mandible_proto_rawDesc = "" +
 	"\vcommand_ids\x18\x04 \x03(\tR\n" +
 	"commandIds\"N\n" +
 	"\x1cFetchPendingCommandsResponse\x12.\n" +
-	"\bcommands\x18\x01 \x03(\v2\x12.mantis.v1.CommandR\bcommands\"\xae\x01\n" +
+	"\bcommands\x18\x01 \x03(\v2\x12.mantis.v1.CommandR\bcommands\"\xc6\x01\n" +
 	"\x19StoreCommandResultRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
 	"instanceId\x12\x1d\n" +
@@ -791,7 +804,8 @@ const file_mantis_v1_mandible_proto_rawDesc = "" +
 	"command_id\x18\x02 \x01(\tR\tcommandId\x12\x1f\n" +
 	"\vlease_epoch\x18\x03 \x01(\x03R\n" +
 	"leaseEpoch\x120\n" +
-	"\x06result\x18\x04 \x01(\v2\x18.mantis.v1.CommandResultR\x06result\"\x1c\n" +
+	"\x06result\x18\x04 \x01(\v2\x18.mantis.v1.CommandResultR\x06result\x12\x16\n" +
+	"\x06target\x18\x05 \x01(\tR\x06target\"\x1c\n" +
 	"\x1aStoreCommandResultResponse\"\x94\x01\n" +
 	"\x19ScheduleRedispatchRequest\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +

@@ -46,8 +46,12 @@ type MandibleServiceClient interface {
 	// targets assigned to it, poll-mode targets it names), highest priority first. A
 	// claimed command is held by the caller at a new lease epoch.
 	FetchPendingCommands(ctx context.Context, in *FetchPendingCommandsRequest, opts ...grpc.CallOption) (*FetchPendingCommandsResponse, error)
-	// StoreCommandResult records a command's result. A caller that no longer holds the
-	// command at the given lease epoch is refused with FAILED_PRECONDITION.
+	// StoreCommandResult records a command's result, from the instance holding the
+	// command or one forwarding it for the command's own target (see
+	// StoreCommandResultRequest.target). A result at a stale lease epoch, or for a
+	// command that ended otherwise, is refused with FAILED_PRECONDITION; one from a
+	// caller that neither holds the command nor names its target, with
+	// PERMISSION_DENIED. Neither refusal names an epoch.
 	StoreCommandResult(ctx context.Context, in *StoreCommandResultRequest, opts ...grpc.CallOption) (*StoreCommandResultResponse, error)
 	// ScheduleRedispatch asks Mandible to dispatch a held command's request again after a
 	// failed hand-off. Mandible owns the retry budget and may refuse (budget spent or
@@ -160,8 +164,12 @@ type MandibleServiceServer interface {
 	// targets assigned to it, poll-mode targets it names), highest priority first. A
 	// claimed command is held by the caller at a new lease epoch.
 	FetchPendingCommands(context.Context, *FetchPendingCommandsRequest) (*FetchPendingCommandsResponse, error)
-	// StoreCommandResult records a command's result. A caller that no longer holds the
-	// command at the given lease epoch is refused with FAILED_PRECONDITION.
+	// StoreCommandResult records a command's result, from the instance holding the
+	// command or one forwarding it for the command's own target (see
+	// StoreCommandResultRequest.target). A result at a stale lease epoch, or for a
+	// command that ended otherwise, is refused with FAILED_PRECONDITION; one from a
+	// caller that neither holds the command nor names its target, with
+	// PERMISSION_DENIED. Neither refusal names an epoch.
 	StoreCommandResult(context.Context, *StoreCommandResultRequest) (*StoreCommandResultResponse, error)
 	// ScheduleRedispatch asks Mandible to dispatch a held command's request again after a
 	// failed hand-off. Mandible owns the retry budget and may refuse (budget spent or

@@ -183,19 +183,20 @@ WITH stored AS (
         output_raw = $8::bytea, result_instance_id = $9::uuid
     FROM targets t
     WHERE c.id = $10::uuid AND c.lease_epoch = $11::bigint AND c.status = 'running' AND t.id = c.target_id
+      AND (c.holder_instance_id = $9::uuid OR ($12::text <> '' AND t.name = $12::text AND c.mode = 'poll'))
     RETURNING c.id, c.deployment_id, c.step_position, t.name
 ), event AS (
     INSERT INTO deployment_events (deployment_id, type, data)
     SELECT s.deployment_id, 'target.' || $1::text,
            jsonb_build_object('step_position', s.step_position, 'target', s.name, 'command_id', s.id,
-                              'exit_code', $2::int, 'output_tail', $12::text,
+                              'exit_code', $2::int, 'output_tail', $13::text,
                               'output_truncated', $4::bool)
            || CASE WHEN $5::text IS NULL THEN '{}'::jsonb
                    ELSE jsonb_build_object('error', $5::text) END
     FROM stored s WHERE s.deployment_id IS NOT NULL
 ), analysis AS (
     INSERT INTO analyses (command_id, source, input)
-    SELECT s.id, 'internal', right($13::text, $14::int) FROM stored s
+    SELECT s.id, 'internal', right($14::text, $15::int) FROM stored s
     WHERE $1::text = 'failed'
     ON CONFLICT (command_id) DO NOTHING
 )
@@ -214,6 +215,7 @@ type StoreCommandResultParams struct {
 	InstanceID       uuid.UUID
 	CommandID        uuid.UUID
 	LeaseEpoch       int64
+	Target           string
 	OutputTail       string
 	AnalysisInput    string
 	MaxAnalysisInput int32
@@ -227,7 +229,8 @@ type StoreCommandResultRow struct {
 
 // StoreCommandResult records a running command's result at lease_epoch, the fencing
 // token, in one statement with its target event and, for a failure, its analysis
-// request. No row means nothing was stored.
+// request. Only the instance holding the command stores it, or one forwarding a poll
+// command for its own target (target, an empty string for none). No row means nothing was stored.
 func (q *Queries) StoreCommandResult(ctx context.Context, db DBTX, arg StoreCommandResultParams) (StoreCommandResultRow, error) {
 	row := db.QueryRow(ctx, storeCommandResult,
 		arg.Status,
@@ -241,6 +244,7 @@ func (q *Queries) StoreCommandResult(ctx context.Context, db DBTX, arg StoreComm
 		arg.InstanceID,
 		arg.CommandID,
 		arg.LeaseEpoch,
+		arg.Target,
 		arg.OutputTail,
 		arg.AnalysisInput,
 		arg.MaxAnalysisInput,

@@ -19,7 +19,7 @@ FROM store_command_results(
     $1::uuid[], $2::bigint[], $3::text[], $4::bigint[],
     $5::text[], $6::bool[], $7::text[], $8::timestamptz[],
     $9::timestamptz[], $10::bytea[], $11::uuid[], $12::text[],
-    $13::text[], $14::int)
+    $13::text[], $14::int, $15::text[])
 `
 
 type StoreCommandResultsParams struct {
@@ -37,16 +37,20 @@ type StoreCommandResultsParams struct {
 	OutputTails      []string
 	AnalysisInputs   []string
 	MaxAnalysisInput int32
+	Targets          []string
 }
 
 // Batched results (schema/result_batch.go): many results stored by one statement, in
-// one transaction, each fenced by its own lease epoch as StoreCommandResult fences one.
+// one transaction, each fenced by its own lease epoch and its caller as
+// StoreCommandResult fences one.
 // StoreCommandResults records the results of running commands, given side by side in
 // arrays (one element per result), each at its lease epoch, with each one's target
 // event and, for a failure, its analysis request; the statement is the function
-// store_command_results (migration 021), which keeps one plan per connection. The rows
-// returned are the results stored; a result without a row stored nothing (stale
-// epoch, command not running). A started_at or finished_at of 0001-01-01 00:00:00+00
+// store_command_results (migrations 021 and 022), which keeps one plan per connection.
+// A result is stored only from the instance holding the command, or when the target
+// it names (targets, an empty string for none) is the command's own. The rows returned are the
+// results stored; a result without a row stored nothing (stale epoch, command not
+// running, a caller that neither holds it nor names its target). A started_at or finished_at of 0001-01-01 00:00:00+00
 // (Go's zero time) is unknown.
 func (q *Queries) StoreCommandResults(ctx context.Context, db DBTX, arg StoreCommandResultsParams) ([]CommandResultRow, error) {
 	rows, err := db.Query(ctx, storeCommandResults,
@@ -64,6 +68,7 @@ func (q *Queries) StoreCommandResults(ctx context.Context, db DBTX, arg StoreCom
 		arg.OutputTails,
 		arg.AnalysisInputs,
 		arg.MaxAnalysisInput,
+		arg.Targets,
 	)
 	if err != nil {
 		return nil, err

@@ -41,21 +41,34 @@ func (q *Queries) CommandDelivery(ctx context.Context, db DBTX, id uuid.UUID) (C
 
 const commandLease = `-- name: CommandLease :one
 
-SELECT lease_epoch, status, (result_instance_id IS NOT NULL)::bool AS reported
-FROM command_queue WHERE id = $1::uuid
+SELECT c.lease_epoch, c.status, (c.result_instance_id IS NOT NULL)::bool AS reported,
+       c.holder_instance_id, t.name AS target, c.mode
+FROM command_queue c JOIN targets t ON t.id = c.target_id
+WHERE c.id = $1::uuid
 `
 
 type CommandLeaseRow struct {
-	LeaseEpoch int64
-	Status     string
-	Reported   bool
+	LeaseEpoch       int64
+	Status           string
+	Reported         bool
+	HolderInstanceID *uuid.UUID
+	Target           string
+	Mode             string
 }
 
 // Result fencing: why a result or a redispatch was refused (schema/result_fencing.go).
-// CommandLease reads a command's lease epoch, status and whether a result was stored.
+// CommandLease reads a command's lease epoch, status, whether a result was stored,
+// the instance holding it, its target's name and its mode.
 func (q *Queries) CommandLease(ctx context.Context, db DBTX, id uuid.UUID) (CommandLeaseRow, error) {
 	row := db.QueryRow(ctx, commandLease, id)
 	var i CommandLeaseRow
-	err := row.Scan(&i.LeaseEpoch, &i.Status, &i.Reported)
+	err := row.Scan(
+		&i.LeaseEpoch,
+		&i.Status,
+		&i.Reported,
+		&i.HolderInstanceID,
+		&i.Target,
+		&i.Mode,
+	)
 	return i, err
 }
