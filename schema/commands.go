@@ -1,10 +1,12 @@
 package schema
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,6 +60,10 @@ type FetchCommandsRequest struct {
 	Max         int
 	// CommandIDs, when set, restricts the claim to these commands.
 	CommandIDs []uuid.UUID
+	// MaxBytes bounds the commands claimed by their stored size (text, env, working
+	// directory and a little for the rest): the claim stops before they pass it, the
+	// first command always taken. Zero means no bound.
+	MaxBytes int64
 }
 
 // FetchPendingCommands claims queued commands for the instance: those of listen-mode
@@ -77,6 +83,7 @@ func FetchPendingCommands(ctx context.Context, db TxBeginner, r FetchCommandsReq
 		}
 		rows, err := queries.ClaimCommands(ctx, tx, dbsqlc.ClaimCommandsParams{
 			InstanceID: r.InstanceID, PollTargets: r.PollTargets, CommandIds: r.CommandIDs, MaxRows: int32(max(r.Max, 1)),
+			MaxBytes: cmp.Or(r.MaxBytes, math.MaxInt64),
 		})
 		if err != nil {
 			return fmt.Errorf("claiming commands: %w", err)

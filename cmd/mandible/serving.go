@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"log/slog"
 	"net"
@@ -194,13 +195,14 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Guard, extra ...grpc.ServerOption) (*grpc.Server, error) {
 	if cfg.Insecure {
 		logger.Warn("gRPC is serving plaintext without client authentication (grpc.insecure = true): development only")
-		return grpc.NewServer(extra...), nil
+		return grpc.NewServer(append(extra, rpclimit.ServerOptions()...)...), nil
 	}
 	tlsCfg, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("grpc TLS: %w", err)
 	}
-	return grpc.NewServer(slices.Concat(extra, grpcapi.ServerOptions(guard), []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tlsCfg))})...), nil
+	return grpc.NewServer(slices.Concat(extra, grpcapi.ServerOptions(guard), rpclimit.ServerOptions(),
+		[]grpc.ServerOption{grpc.Creds(credentials.NewTLS(tlsCfg))})...), nil
 }
 
 // newHTTP builds the HTTP server of the API, SSE and the codec endpoint.

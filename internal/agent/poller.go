@@ -19,6 +19,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/rpcretry"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
@@ -95,6 +96,7 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 	conn, err := grpc.NewClient(cfg.Thorax.Address, append(runner.metrics.dialOptions(),
 		grpc.WithTransportCredentials(creds),
 		telemetry.GRPCDialOption(),
+		rpclimit.DialOption(),
 		// gRPC's own reconnect backoff, capped like ours, so a restarted
 		// Thorax is found again within MaxRetryDelay rather than two minutes.
 		grpc.WithConnectParams(grpc.ConnectParams{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -117,7 +119,7 @@ func NewGRPCServer(srv *Server, creds credentials.TransportCredentials) *grpc.Se
 		guarded = guard.ServerOptions()
 	}
 	// The metrics interceptors are outermost, so that refused calls are counted too.
-	gs := grpc.NewServer(append(append(srv.runner.metrics.serverOptions(), guarded...),
+	gs := grpc.NewServer(append(slices.Concat(srv.runner.metrics.serverOptions(), guarded, rpclimit.ServerOptions()),
 		grpc.Creds(creds),
 		telemetry.GRPCServerOption(),
 		// A Thorax that vanished without closing its connection is noticed

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -36,7 +37,7 @@ func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
 	if !ok {
 		var err error
 		conn, err = grpc.NewClient(addr, append(slices.Clone(a.extra),
-			grpc.WithTransportCredentials(a.creds), reconnectQuickly, telemetry.GRPCDialOption())...)
+			grpc.WithTransportCredentials(a.creds), reconnectQuickly, telemetry.GRPCDialOption(), rpclimit.DialOption())...)
 		if err != nil {
 			return nil, err
 		}

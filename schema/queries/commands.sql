@@ -14,9 +14,15 @@ WHERE name = ANY(@names::text[]) AND mode = 'poll' AND assigned_instance_id IS D
 -- ClaimCommands claims up to max_rows queued commands for the instance — of listen-mode
 -- targets assigned to it and of the poll-mode targets it names, restricted to
 -- command_ids when that is not empty — each at a new lease epoch, in claim order:
--- highest priority, then oldest.
-WITH due AS (
-    SELECT c.id FROM command_queue c
+-- highest priority, then oldest. It stops before the commands it has taken pass
+-- max_bytes (their text, env and working directory as stored, plus a little for the
+-- other fields), so that the answer carrying them stays under the message size both
+-- ends of the call accept; the first command is always taken. The rows it locked and
+-- left stay queued.
+WITH locked AS (
+    SELECT c.id, c.priority_rank, c.created_at,
+           octet_length(c.command) + octet_length(c.env::text) + coalesce(octet_length(c.working_dir), 0) + 512 AS size
+    FROM command_queue c
     JOIN targets t ON t.id = c.target_id
     WHERE c.status = 'queued'
       AND ((t.mode = 'listen' AND t.assigned_instance_id = @instance_id::uuid)
@@ -25,6 +31,12 @@ WITH due AS (
     ORDER BY c.priority_rank, c.created_at
     LIMIT @max_rows::int
     FOR UPDATE OF c SKIP LOCKED
+), due AS (
+    SELECT id FROM (
+        SELECT id, sum(size) OVER (ORDER BY priority_rank, created_at, id ROWS UNBOUNDED PRECEDING) - size AS before
+        FROM locked
+    ) s
+    WHERE before < @max_bytes::bigint
 ), claimed AS (
     UPDATE command_queue c
     SET status = 'running', holder_instance_id = @instance_id::uuid, lease_epoch = c.lease_epoch + 1, claimed_at = now()
