@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -125,7 +126,7 @@ func (r *Runner) start(cmd *mantisv1.Command, dir string) (*exec.Cmd, *os.File, 
 	}
 	c := exec.Command(r.cfg.Shell, "-c", cmd.GetCommand())
 	c.Dir = dir
-	c.Env = append(environ(cmd.GetEnv()), commandIdentity(cmd)...)
+	c.Env = append(environ(r.passEnv, cmd.GetEnv()), commandIdentity(cmd)...)
 	c.Stdout, c.Stderr = pw, pw
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = c.Start()
@@ -271,9 +272,38 @@ func commandIdentity(cmd *mantisv1.Command) []string {
 	}
 }
 
-// environ is the agent's environment with extra added, extra winning.
-func environ(extra map[string]string) []string {
-	env := os.Environ()
+// baseEnv names the variables of the agent's own environment that every command
+// gets, as the agent has them; LC_* variables (localePrefix) too. Anything else
+// must be named in exec.pass_env: the agent's env file, its OTEL_* exporter headers
+// and its MANTIS_* settings stay the agent's.
+var baseEnv = []string{"PATH", "HOME", "LANG", "TZ", "USER", "LOGNAME", "SHELL", "TMPDIR"}
+
+// localePrefix starts the locale variables every command gets.
+const localePrefix = "LC_"
+
+// passedEnv returns the set of names of the agent's environment that reach a
+// command: baseEnv and the names exec.pass_env adds.
+func passedEnv(passEnv []string) map[string]bool {
+	names := make(map[string]bool, len(baseEnv)+len(passEnv))
+	for _, n := range baseEnv {
+		names[n] = true
+	}
+	for _, n := range passEnv {
+		names[n] = true
+	}
+	return names
+}
+
+// environ is the part of the agent's environment that passes, with extra added,
+// extra winning.
+func environ(passed map[string]bool, extra map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if passed[name] || strings.HasPrefix(name, localePrefix) {
+			env = append(env, kv)
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		env = append(env, k+"="+extra[k])
 	}

@@ -42,6 +42,8 @@ type Runner struct {
 	// output receives the live output of the runs this runner starts; nil streams
 	// none (the result still carries the output's tail).
 	output OutputSink
+	// passEnv names the variables of the agent's environment commands get.
+	passEnv map[string]bool
 
 	mu       sync.Mutex
 	flights  map[string]*flight    // by run key: the runs under way
@@ -90,6 +92,7 @@ func NewRunner(cfg config.Exec, journal *Journal, logger *slog.Logger) *Runner {
 		journal: journal,
 		logger:  logger,
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
+		passEnv: passedEnv(cfg.PassEnv),
 		flights: map[string]*flight{},
 		running: map[string]*execution{},
 	}

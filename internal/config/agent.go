@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -125,6 +126,11 @@ type Exec struct {
 	// most about stop_timeout + kill_grace + 5 s (reporting the last results),
 	// which should stay within the supervisor's own stop timeout.
 	StopTimeout Duration `toml:"stop_timeout"`
+	// PassEnv names variables of the agent's own environment that commands get
+	// besides the base set (PATH, HOME, LANG, LC_*, TZ, USER, LOGNAME, SHELL,
+	// TMPDIR) and the step's env. Nothing else of the agent's environment
+	// reaches a command: not its env file, OTEL_* or its MANTIS_* settings.
+	PassEnv []string `toml:"pass_env"`
 }
 
 // MaxOutputLimitBytes is the largest exec.output_limit_bytes: Mandible keeps the last
@@ -144,6 +150,7 @@ func DefaultAgent() Agent {
 			Shell:            "/bin/sh",
 			KillGrace:        Duration{5 * time.Second},
 			StopTimeout:      Duration{15 * time.Second},
+			PassEnv:          []string{}, // the base environment only
 		},
 	}
 }
@@ -189,11 +196,24 @@ func (c Agent) Validate() error {
 	if c.Exec.WorkingDir != "" && !filepath.IsAbs(c.Exec.WorkingDir) {
 		p.add("exec.working_dir", "must be an absolute path, got %q", c.Exec.WorkingDir)
 	}
+	c.Exec.validatePassEnv(&p)
 	if c.Journal.Dir != "" && !filepath.IsAbs(c.Journal.Dir) {
 		p.add("journal.dir", "must be an absolute path, got %q", c.Journal.Dir)
 	}
 	p.durations(c)
 	return p.err()
+}
+
+// envNamePattern is what a variable named in exec.pass_env may look like.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validatePassEnv checks the names of exec.pass_env.
+func (e Exec) validatePassEnv(p *problems) {
+	for i, n := range e.PassEnv {
+		if !envNamePattern.MatchString(n) {
+			p.add("exec.pass_env", "name %d must be a variable name (letters, digits, _), got %q", i+1, n)
+		}
+	}
 }
 
 // validateNames checks the client names, if any.

@@ -49,6 +49,8 @@ allowed_client_names = ["thorax-a"]
 		{func(c *config.Agent) { c.Exec.WorkingDir = "srv" }, `exec.working_dir: must be an absolute path, got "srv"`},
 		{func(c *config.Agent) { c.Exec.KillGrace.Duration = 0 }, "exec.kill_grace: must be positive, got 0s"},
 		{func(c *config.Agent) { c.Exec.StopTimeout.Duration = -time.Second }, "exec.stop_timeout: must be positive, got -1s"},
+		{func(c *config.Agent) { c.Exec.PassEnv = []string{"HTTP_PROXY", "A=B"} },
+			`exec.pass_env: name 2 must be a variable name (letters, digits, _), got "A=B"`},
 	}
 	for _, tc := range cases {
 		c := validAgent(config.ModeListen)
