@@ -61,7 +61,12 @@ type Command struct {
 	// trace_parent is the W3C traceparent of the span the command continues: the
 	// deployment's trace as Mandible stored it with the command, and the hand-off's span
 	// once Thorax hands the command to an agent. Empty without tracing.
-	TraceParent   string `protobuf:"bytes,15,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	TraceParent string `protobuf:"bytes,15,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	// secret_env names the env entries whose values are secrets (a step's env_secret,
+	// opened by Mandible for this command): the agent masks each value, and its base64
+	// and URL-encoded forms, as "***" in the command's output before it leaves the
+	// agent. An agent of an older release ignores it and masks nothing.
+	SecretEnv     []string `protobuf:"bytes,16,rep,name=secret_env,json=secretEnv,proto3" json:"secret_env,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -201,6 +206,13 @@ func (x *Command) GetTraceParent() string {
 	return ""
 }
 
+func (x *Command) GetSecretEnv() []string {
+	if x != nil {
+		return x.SecretEnv
+	}
+	return nil
+}
+
 // CommandResult is what running a command produced.
 type CommandResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -314,7 +326,7 @@ var File_mantis_v1_command_proto protoreflect.FileDescriptor
 
 const file_mantis_v1_command_proto_rawDesc = "" +
 	"\n" +
-	"\x17mantis/v1/command.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbe\x04\n" +
+	"\x17mantis/v1/command.proto\x12\tmantis.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdd\x04\n" +
 	"\aCommand\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x12\n" +
@@ -334,7 +346,9 @@ const file_mantis_v1_command_proto_rawDesc = "" +
 	"\vmax_retries\x18\r \x01(\x05R\n" +
 	"maxRetries\x12.\n" +
 	"\x13dispatch_request_id\x18\x0e \x01(\tR\x11dispatchRequestId\x12!\n" +
-	"\ftrace_parent\x18\x0f \x01(\tR\vtraceParent\x1a6\n" +
+	"\ftrace_parent\x18\x0f \x01(\tR\vtraceParent\x12\x1d\n" +
+	"\n" +
+	"secret_env\x18\x10 \x03(\tR\tsecretEnv\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb8\x02\n" +
