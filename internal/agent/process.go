@@ -18,6 +18,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/secretenv"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -77,10 +78,13 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 		defer live.close() // once the output is read to its end (reap drains it)
 		sink = io.MultiWriter(out, live)
 	}
+	// Secrets are masked here, where output first exists: the result, the journal,
+	// the live stream and whatever reads them later see only the mask.
+	masker := commandMasker(ctx, logger, cmd, sink)
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		_, _ = io.Copy(sink, pr)
+		_, _ = io.Copy(masker, pr)
 	}()
 	exited := make(chan struct{})
 	var waitErr error
@@ -91,11 +95,22 @@ func (r *Runner) execute(ctx context.Context, cmd *mantisv1.Command, ex *executi
 
 	kill := awaitEnd(ctx, ex, timeout, exited, res)
 	r.reap(ctx, logger, c.Process, kill, exited, readDone, pr)
+	_ = masker.Flush() // into the tail buffer and the live stream, neither of which fails
 	res.Output, res.OutputTruncated = out.Tail()
 	if !kill {
 		r.recordExit(res, c.ProcessState, waitErr)
 	}
 	return finish()
+}
+
+// commandMasker returns the writer that masks cmd's secret env values in the output it
+// passes to sink, and logs the names of those too short to mask.
+func commandMasker(ctx context.Context, logger *slog.Logger, cmd *mantisv1.Command, sink io.Writer) *secretMasker {
+	values, short := secretValues(cmd)
+	for _, name := range short {
+		logger.WarnContext(ctx, "secret env value too short to mask in output", "env_name", name, "min_bytes", secretenv.MinMaskBytes)
+	}
+	return newSecretMasker(sink, values)
 }
 
 // checkWorkingDir returns why dir cannot be the command's working directory, or ""

@@ -30,6 +30,14 @@ const (
 	Prefix = "mantis-secret:v1:"
 	// Redacted is what views, logs and mantisctl show in place of a secret value.
 	Redacted = "<secret>"
+	// Mask is what stands in a command's output for a secret value: the agent
+	// replaces each value, and its base64 and URL-encoded forms, before the output
+	// leaves the host.
+	Mask = "***"
+	// MinMaskBytes is the length of the shortest value the agent masks: masking a
+	// shorter one would garble ordinary output and hide little. Creating a
+	// deployment with a shorter literal secret answers with a warning naming it.
+	MinMaskBytes = 4
 )
 
 // ErrNoKeyring is the refusal of a secret when Mandible has no codec keyring.
