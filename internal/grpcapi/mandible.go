@@ -177,12 +177,7 @@ func (s *MandibleService) FetchPendingCommands(ctx context.Context, req *mantisv
 	if err != nil {
 		return nil, s.toStatus(ctx, "FetchPendingCommands", err)
 	}
-	cmds = s.openSecrets(ctx, id, cmds)
-	resp := &mantisv1.FetchPendingCommandsResponse{Commands: make([]*mantisv1.Command, len(cmds))}
-	for i, c := range cmds {
-		resp.Commands[i] = commandToProto(c)
-	}
-	return resp, nil
+	return &mantisv1.FetchPendingCommandsResponse{Commands: s.openSecrets(ctx, id, cmds)}, nil
 }
 
 func commandToProto(c schema.Command) *mantisv1.Command {

@@ -68,6 +68,7 @@ func TestFetchOpensSecretEnvAndFailsACommandWhoseSecretDoesNotOpen(t *testing.T)
 	require.Len(t, resp.GetCommands(), 1, "the command whose secret does not open is not handed out")
 	require.Equal(t, "web-1", resp.GetCommands()[0].GetTarget())
 	require.Equal(t, map[string]string{"TOKEN": "s3cret-good", "PLAIN": "p"}, resp.GetCommands()[0].GetEnv())
+	require.Equal(t, []string{"TOKEN"}, resp.GetCommands()[0].GetSecretEnv(), "the agent is told which values to mask")
 
 	var status, reason string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT c.status, coalesce(c.error, '') FROM command_queue c JOIN targets t ON t.id = c.target_id

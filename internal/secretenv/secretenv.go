@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -112,6 +113,18 @@ func Open(k Keyring, deploymentID, name, v string) (string, error) {
 		return "", fmt.Errorf("secret env %s was sealed for another deployment or variable", name)
 	}
 	return body.Value, nil
+}
+
+// SealedNames returns the names of env's sealed values, sorted; nil when none is.
+func SealedNames(env map[string]string) []string {
+	var names []string
+	for k, v := range env {
+		if IsSealed(v) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Redact returns env with every sealed value replaced by Redacted; env itself is left
