@@ -7,16 +7,23 @@
 // keep the old ones for as long as histories sealed with them must stay readable. Payloads
 // without the codec's encoding (a `temporal workflow start` with plain JSON input) pass
 // through both ways untouched.
+//
+// The keyring's keys never seal anything themselves: each purpose (Temporal payloads,
+// secret env values) seals with its own key derived from the keyring key by HKDF, so
+// that what is sealed for one purpose never opens as another. Data sealed before keys
+// were derived, with the keyring key itself, still opens for every purpose.
 package codec
 
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -38,9 +45,23 @@ var ErrUnknownKey = errors.New("payload sealed with an unknown codec key")
 // Codec is a converter.PayloadCodec sealing payloads with AES-256-GCM.
 type Codec struct {
 	current string
-	aeads   map[string]cipher.AEAD
-	raw     map[string][]byte
+	// legacy holds the AEAD of each keyring key itself, which sealed everything
+	// before keys were derived per purpose: it only opens.
+	legacy map[string]cipher.AEAD
+	raw    map[string][]byte
+
+	mu      sync.Mutex
+	derived map[purposeKey]cipher.AEAD
 }
+
+// purposeKey names a derived key: a keyring key id and a purpose.
+type purposeKey struct{ keyID, purpose string }
+
+// PurposePayload is the purpose of the keys that seal Temporal payloads.
+const PurposePayload = "temporal-payload"
+
+// derivedKeyInfo starts the HKDF info of every derived key; the purpose ends it.
+const derivedKeyInfo = "mantis codec key v2: "
 
 var _ converter.PayloadCodec = (*Codec)(nil)
 
@@ -50,23 +71,52 @@ func New(current string, keys map[string][]byte) (*Codec, error) {
 	if _, ok := keys[current]; !ok {
 		return nil, fmt.Errorf("current codec key %q is not among the keys", current)
 	}
-	c := &Codec{current: current, aeads: make(map[string]cipher.AEAD, len(keys)), raw: make(map[string][]byte, len(keys))}
+	c := &Codec{current: current, legacy: make(map[string]cipher.AEAD, len(keys)),
+		raw: make(map[string][]byte, len(keys)), derived: map[purposeKey]cipher.AEAD{}}
 	for id, key := range keys {
 		if len(key) != KeySize {
 			return nil, fmt.Errorf("codec key %q: must be %d bytes, got %d", id, KeySize, len(key))
 		}
-		block, err := aes.NewCipher(key)
+		aead, err := newAEAD(key)
 		if err != nil {
 			return nil, fmt.Errorf("codec key %q: %w", id, err)
 		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, fmt.Errorf("codec key %q: %w", id, err)
-		}
-		c.aeads[id] = aead
+		c.legacy[id] = aead
 		c.raw[id] = append([]byte(nil), key...)
 	}
 	return c, nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// aead returns the AEAD of purpose under the keyring key keyID, deriving it the first
+// time: HKDF-SHA256 of the keyring key, with the purpose in its info.
+func (c *Codec) aead(keyID, purpose string) (cipher.AEAD, error) {
+	raw, ok := c.raw[keyID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, keyID)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.derived[purposeKey{keyID, purpose}]; a != nil {
+		return a, nil
+	}
+	key, err := hkdf.Key(sha256.New, raw, nil, derivedKeyInfo+purpose, KeySize)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the %s key of codec key %q: %w", purpose, keyID, err)
+	}
+	a, err := newAEAD(key)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the %s key of codec key %q: %w", purpose, keyID, err)
+	}
+	c.derived[purposeKey{keyID, purpose}] = a
+	return a, nil
 }
 
 // CurrentKeyID is the id of the key Encode seals with.
@@ -80,7 +130,7 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		if err != nil {
 			return nil, fmt.Errorf("encoding payload %d: %w", i, err)
 		}
-		sealed, err := c.Seal(plain)
+		sealed, err := c.SealFor(PurposePayload, plain)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +153,7 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 			out[i] = p
 			continue
 		}
-		plain, err := c.Open(string(p.GetMetadata()[MetadataKeyID]), p.GetData())
+		plain, err := c.OpenFor(PurposePayload, string(p.GetMetadata()[MetadataKeyID]), p.GetData())
 		if err != nil {
 			return nil, fmt.Errorf("decoding payload %d: %w", i, err)
 		}
@@ -116,10 +166,13 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	return out, nil
 }
 
-// Seal encrypts plain with the current key: the nonce followed by the ciphertext, the key
-// id bound in as additional data.
-func (c *Codec) Seal(plain []byte) ([]byte, error) {
-	aead := c.aeads[c.current]
+// SealFor encrypts plain for purpose with the current key's derived key: the nonce
+// followed by the ciphertext, the key id bound in as additional data.
+func (c *Codec) SealFor(purpose string, plain []byte) ([]byte, error) {
+	aead, err := c.aead(c.current, purpose)
+	if err != nil {
+		return nil, err
+	}
 	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("drawing a nonce: %w", err)
@@ -127,21 +180,26 @@ func (c *Codec) Seal(plain []byte) ([]byte, error) {
 	return aead.Seal(nonce, nonce, plain, []byte(c.current)), nil
 }
 
-// Open decrypts what Seal returned under the key named keyID.
-func (c *Codec) Open(keyID string, sealed []byte) ([]byte, error) {
-	aead, ok := c.aeads[keyID]
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownKey, keyID)
+// OpenFor decrypts what SealFor returned for purpose under the key named keyID, or
+// what the keyring key keyID itself sealed before keys were derived. What was sealed
+// for another purpose does not open.
+func (c *Codec) OpenFor(purpose, keyID string, sealed []byte) ([]byte, error) {
+	aead, err := c.aead(keyID, purpose)
+	if err != nil {
+		return nil, err
 	}
 	if len(sealed) < aead.NonceSize() {
 		return nil, errors.New("sealed data is shorter than its nonce")
 	}
 	nonce, body := sealed[:aead.NonceSize()], sealed[aead.NonceSize():]
 	plain, err := aead.Open(nil, nonce, body, []byte(keyID))
-	if err != nil {
-		return nil, fmt.Errorf("opening data sealed with codec key %q: %w", keyID, err)
+	if err == nil {
+		return plain, nil
 	}
-	return plain, nil
+	if plain, lerr := c.legacy[keyID].Open(nil, nonce, body, []byte(keyID)); lerr == nil {
+		return plain, nil
+	}
+	return nil, fmt.Errorf("opening data sealed with codec key %q: %w", keyID, err)
 }
 
 // DataConverter wraps the SDK's default data converter with c.

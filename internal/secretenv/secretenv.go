@@ -7,7 +7,9 @@
 // pending_dispatch_requests and command_queue, the Deployment workflow's input) and is
 // told apart by its prefix. What is sealed binds the value to its deployment and its
 // variable name: a sealed value copied into another deployment, or under another name,
-// does not open. The key id lets the keyring rotate, as the codec does.
+// does not open. The key id lets the keyring rotate, as the codec does. The keyring
+// seals them with a key of their own (KeyPurpose), not the payloads' key; a value
+// sealed before keys were derived still opens.
 //
 // A secret is a literal value or a reference resolved on Mandible at fetch time:
 // "file:/path" (the file's content, one trailing newline dropped; the file must lie
@@ -44,11 +46,16 @@ const (
 // ErrNoKeyring is the refusal of a secret when Mandible has no codec keyring.
 var ErrNoKeyring = errors.New("secret env values need the codec keyring: set temporal.codec_key_file or temporal.codec_keys_dir")
 
-// Keyring seals and opens under a current key id; *codec.Codec is one.
+// KeyPurpose is the purpose secret env values are sealed for: the keyring derives a
+// key for it that seals nothing else, so a Temporal payload never opens as a secret
+// nor a secret as a payload.
+const KeyPurpose = "secret-env"
+
+// Keyring seals and opens for a purpose under a current key id; *codec.Codec is one.
 type Keyring interface {
 	CurrentKeyID() string
-	Seal(plain []byte) ([]byte, error)
-	Open(keyID string, sealed []byte) ([]byte, error)
+	SealFor(purpose string, plain []byte) ([]byte, error)
+	OpenFor(purpose, keyID string, sealed []byte) ([]byte, error)
 }
 
 // sealedBody is what is encrypted: the value bound to where it may be used.
@@ -70,7 +77,7 @@ func Seal(k Keyring, deploymentID, name, value string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sealing secret env %s: %w", name, err)
 	}
-	sealed, err := k.Seal(plain)
+	sealed, err := k.SealFor(KeyPurpose, plain)
 	if err != nil {
 		return "", fmt.Errorf("sealing secret env %s: %w", name, err)
 	}
@@ -101,7 +108,7 @@ func Open(k Keyring, deploymentID, name, v string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("secret env %s: sealed value is not base64", name)
 	}
-	plain, err := k.Open(keyID, sealed)
+	plain, err := k.OpenFor(KeyPurpose, keyID, sealed)
 	if err != nil {
 		return "", fmt.Errorf("opening secret env %s: %w", name, err)
 	}
