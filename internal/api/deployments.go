@@ -25,6 +25,15 @@ type CreatedDeployment struct {
 	Status  string    `json:"status"`
 	Created bool      `json:"created"`
 	Links   Links     `json:"links"`
+	// Warnings name what of the spec was accepted but may not do what its author
+	// expects (a secret too short to be masked in output); absent when none.
+	Warnings []FieldWarning `json:"warnings,omitempty"`
+}
+
+// FieldWarning names one field of an accepted request and what to know about it.
+type FieldWarning struct {
+	Field   string `json:"field"`
+	Warning string `json:"warning"`
 }
 
 // DeploymentAnswer is the answer to GET /api/v1/deployments/{id}.

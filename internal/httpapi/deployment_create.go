@@ -93,7 +93,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, d spec.Deploymen
 		s.logger.InfoContext(r.Context(), "deployment created", "deployment_id", id, "actor", actor(r))
 		code = http.StatusAccepted
 	}
-	return api.CreatedDeployment{ID: id, Status: view.Status, Created: created, Links: s.links(id)}, code, true
+	return api.CreatedDeployment{ID: id, Status: view.Status, Created: created, Links: s.links(id), Warnings: secretWarnings(d)}, code, true
 }
 
 // readSpec reads the body as a spec, with its defaults, and checks what the spec

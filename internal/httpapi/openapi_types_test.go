@@ -72,6 +72,7 @@ var schemaTypes = map[string]reflect.Type{
 	"Decision": reflect.TypeFor[api.Decision](), "DecisionList": reflect.TypeFor[api.DecisionList](),
 	"DecisionRequest": reflect.TypeFor[api.DecisionRequest](), "Waiting": reflect.TypeFor[api.Waiting](),
 	"ResumeRequest": reflect.TypeFor[api.ResumeRequest](), "ResumedDeployment": reflect.TypeFor[api.ResumedDeployment](),
+	"FieldWarning": reflect.TypeFor[api.FieldWarning](),
 }
 
 // jsonFields returns the JSON names of t's fields and those that are required (no
@@ -187,8 +188,9 @@ func filledValues() map[string]any {
 		AssignedInstanceID: &id, CreatedAt: now, UpdatedAt: now}
 	*req.CommandStatus = schema.CommandLost
 	return map[string]any{
-		"Problem":             api.NewProblem(400, api.CodeInvalidSpec, "/api/v1/deployments", "bad", api.FieldProblem{Field: "f", Problem: "p"}),
-		"CreatedDeployment":   api.CreatedDeployment{ID: id, Status: schema.DeploymentPending, Created: true, Links: links},
+		"Problem": api.NewProblem(400, api.CodeInvalidSpec, "/api/v1/deployments", "bad", api.FieldProblem{Field: "f", Problem: "p"}),
+		"CreatedDeployment": api.CreatedDeployment{ID: id, Status: schema.DeploymentPending, Created: true, Links: links,
+			Warnings: []api.FieldWarning{{Field: "steps[0].env_secret.PIN", Warning: "w"}}},
 		"DeploymentAnswer":    api.DeploymentAnswer{Deployment: dep, Links: links},
 		"DeploymentList":      api.DeploymentList{Deployments: []api.Deployment{dep}, Next: "/n"},
 		"CancelAnswer":        api.CancelAnswer{ID: id, Status: api.StatusCancelling, Links: links},

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -32,6 +34,23 @@ func (s *server) secretProblems(d spec.Deployment) []api.FieldProblem {
 		}
 	}
 	return problems
+}
+
+// secretWarnings names the literal env_secret values of d too short for the agent to
+// mask in output (a reference is resolved only when a command needs it: the agent
+// logs a short one then).
+func secretWarnings(d spec.Deployment) []api.FieldWarning {
+	var warnings []api.FieldWarning
+	for i, st := range d.Steps {
+		for _, name := range slices.Sorted(maps.Keys(st.EnvSecret)) {
+			v, literal := secretenv.Literal(st.EnvSecret[name])
+			if literal && v != "" && len(v) < secretenv.MinMaskBytes {
+				warnings = append(warnings, api.FieldWarning{Field: fmt.Sprintf("steps[%d].env_secret.%s", i, name),
+					Warning: fmt.Sprintf("shorter than %d bytes: not masked in output", secretenv.MinMaskBytes)})
+			}
+		}
+	}
+	return warnings
 }
 
 // sealSpec seals d's secrets for deployment id, answering 500 itself on failure.

@@ -58,6 +58,18 @@ func (r Resolver) Resolve(name, v string) (string, error) {
 	return v, nil
 }
 
+// Literal returns the value a secret given as v stands for when it is a literal, and
+// false when it is a reference, resolved only when a command needs it.
+func Literal(v string) (string, bool) {
+	switch {
+	case strings.HasPrefix(v, ValueRef):
+		return strings.TrimPrefix(v, ValueRef), true
+	case strings.HasPrefix(v, EnvRef), strings.HasPrefix(v, FileRef):
+		return "", false
+	}
+	return v, true
+}
+
 // readFile reads a file: reference, refusing a path outside FilesDir.
 func (r Resolver) readFile(name, path string) (string, error) {
 	if r.FilesDir == "" {
