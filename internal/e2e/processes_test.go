@@ -51,6 +51,8 @@ type execCluster struct {
 	// extraConfig is TOML appended to the file of each process, by binary name
 	// ("thorax", "agent").
 	extraConfig map[string]string
+	// extraEnv is environment added to each process's, by binary name.
+	extraEnv map[string][]string
 	// thoraxDrainTimeout is each Thorax's [drain] timeout; empty means 5 s.
 	thoraxDrainTimeout string
 }
@@ -137,7 +139,7 @@ func (c *execCluster) startProcess(t *testing.T, name, binary, config string) *m
 	require.NoError(t, err)
 	p := &mantisProcess{Name: name, done: make(chan struct{}), logPath: logPath}
 	p.cmd = exec.Command(binary, "--config", confPath)
-	p.cmd.Env = environWithoutMantis()
+	p.cmd.Env = append(environWithoutMantis(), c.extraEnv[filepath.Base(binary)]...)
 	p.cmd.Dir = c.dir
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
