@@ -39,6 +39,29 @@ func TestOutputFloodIsBoundedAndKeepsTheTail(t *testing.T) {
 	require.Less(t, allocated, uint64(floodBytes/10), "reading the flood allocated %d bytes", allocated)
 }
 
+// Masking secrets keeps a flood bounded: 100 MiB read through the masker, a secret at
+// its end, allocates a small fraction of the flood, and the secret is masked in the tail.
+// Not parallel, so that the allocation count is this run's alone.
+func TestOutputFloodWithSecretsIsBoundedAndMasked(t *testing.T) {
+	const limit = 64 << 10
+	r := newRunner(t, func(c *config.Exec) { c.OutputLimitBytes = limit })
+	cmd := command(`head -c 104857600 /dev/zero; printf 'token=%s' "$API_TOKEN"`)
+	cmd.Env = map[string]string{"API_TOKEN": "flood-s3cret-value"}
+	cmd.SecretEnv = []string{"API_TOKEN"}
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := r.Run(context.Background(), cmd)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+
+	require.Equal(t, int32(0), res.GetExitCode(), res.GetError())
+	require.Len(t, res.GetOutput(), limit)
+	require.True(t, bytes.HasSuffix(res.GetOutput(), []byte("\x00token=***")), "the tail is kept, masked")
+	allocated := after.TotalAlloc - before.TotalAlloc
+	require.Less(t, allocated, uint64(floodBytes/10), "reading the flood allocated %d bytes", allocated)
+}
+
 // Output is bytes: NUL and bytes that are no UTF-8 come back exactly as printed.
 func TestOutputBytesAreReturnedUnaltered(t *testing.T) {
 	t.Parallel()
