@@ -70,8 +70,17 @@ func newDeployCommand(f *clientFlags) *cobra.Command {
 	return cmd
 }
 
+// printCreateWarnings prints the create answer's warnings on stderr, so that stdout
+// stays the answer alone and structured output stays parseable.
+func printCreateWarnings(cmd *cobra.Command, created api.CreatedDeployment) {
+	for _, w := range created.Warnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s: %s\n", w.Field, w.Warning)
+	}
+}
+
 func afterCreate(cmd *cobra.Command, f *clientFlags, c *apiclient.Client, created api.CreatedDeployment, watch bool, wait time.Duration) error {
 	out := cmd.OutOrStdout()
+	printCreateWarnings(cmd, created)
 	if !watch {
 		if f.format.structured() {
 			return printData(out, f.format, created)

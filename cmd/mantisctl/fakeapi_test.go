@@ -29,6 +29,8 @@ type fakeAPI struct {
 	events     []events.Type
 	// created records each POST /api/v1/deployments: its Idempotency-Key header and body.
 	created []createCall
+	// warnings are those of every create answer.
+	warnings []api.FieldWarning
 	// streaming is closed when the first event stream is asked for.
 	streaming     chan struct{}
 	streamingOnce sync.Once
@@ -61,7 +63,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.created = append(f.created, createCall{header: r.Header.Get(idempotencyHeader), body: body})
 		f.mu.Unlock()
-		api.WriteJSON(w, http.StatusAccepted, api.CreatedDeployment{ID: d.ID, Status: "pending", Created: true})
+		api.WriteJSON(w, http.StatusAccepted, api.CreatedDeployment{ID: d.ID, Status: "pending", Created: true, Warnings: f.warnings})
 	case r.URL.Path == "/api/v1/deployments":
 		api.WriteJSON(w, http.StatusOK, api.DeploymentList{Deployments: []api.Deployment{d}})
 	case r.URL.Path == "/api/v1/deployments/"+d.ID.String():

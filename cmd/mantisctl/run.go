@@ -83,6 +83,7 @@ func runDeployment(cmd *cobra.Command, f *clientFlags, rf runFlags, d spec.Deplo
 	if err != nil {
 		return err
 	}
+	printCreateWarnings(cmd, created)
 	out := cmd.OutOrStdout()
 	if !created.Created && f.format == outputText {
 		fmt.Fprintf(out, "deployment %s exists (same idempotency key %q): watching it\n", created.ID, d.IdempotencyKey)
