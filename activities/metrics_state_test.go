@@ -48,9 +48,9 @@ func TestStateGaugesReadThoraxInstancesAndRequestsNearExpiry(t *testing.T) {
 	require.Equal(t, map[string]float64{"live": 0, "draining": 0, "dead": 0}, gauges(t, reg, activities.ThoraxInstancesMetric))
 	require.Equal(t, map[string]float64{"": 0}, gauges(t, reg, activities.RequestsNearExpiryMetric))
 
-	_, err := schema.RegisterInstance(ctx, pool, "thorax-a", "test")
+	_, err := schema.RegisterInstance(ctx, pool, schema.NewInstance{Name: "thorax-a", Version: "test"})
 	require.NoError(t, err)
-	dead, err := schema.RegisterInstance(ctx, pool, "thorax-b", "test")
+	dead, err := schema.RegisterInstance(ctx, pool, schema.NewInstance{Name: "thorax-b", Version: "test"})
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `UPDATE thorax_instances SET status = 'dead', died_at = now() WHERE id = $1`, dead)
 	require.NoError(t, err)

@@ -2,7 +2,9 @@ package schema
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -10,12 +12,56 @@ import (
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// RegisterInstance records a starting Thorax instance and returns the id Mandible
-// issues for it.
-func RegisterInstance(ctx context.Context, db TxBeginner, name, version string) (uuid.UUID, error) {
+// NewInstance is a Thorax instance registering: its name and version, the name of the
+// certificate it registers with (empty without identities), and that certificate's
+// scope (nil: it may serve every target).
+type NewInstance struct {
+	Name, Version, CertName string
+	Scope                   *InstanceScope
+}
+
+// InstanceScope is which targets an instance may serve: those whose name matches one
+// of Names (patterns where * stands for any run of characters and ? for one), and
+// those whose labels, as an admin set them, hold every pair of one of Labels. An empty
+// scope serves nothing.
+type InstanceScope struct {
+	Names  []string
+	Labels []map[string]string
+}
+
+// likePatterns turns the scope's name patterns into SQL LIKE patterns.
+func (s InstanceScope) likePatterns() []string {
+	out := make([]string, 0, len(s.Names))
+	escape := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`, `*`, `%`, `?`, `_`)
+	for _, n := range s.Names {
+		out = append(out, escape.Replace(n))
+	}
+	return out
+}
+
+// RegisterInstance records a starting Thorax instance and returns its id; its
+// certificate and scope are set with it, before it is given any target. Listen targets
+// that no live instance serves and that it may serve become its own.
+func RegisterInstance(ctx context.Context, db TxBeginner, in NewInstance) (uuid.UUID, error) {
 	id := uuid.Must(uuid.NewV7())
-	if err := queries.RegisterInstance(ctx, db, dbsqlc.RegisterInstanceParams{ID: id, Name: name, Version: version}); err != nil {
-		return uuid.Nil, fmt.Errorf("registering thorax instance %s: %w", name, err)
+	p := dbsqlc.RegisterInstanceParams{ID: id, Name: in.Name, Version: in.Version}
+	if in.CertName != "" {
+		p.CertName = &in.CertName
+	}
+	if in.Scope != nil {
+		p.ScopePatterns = in.Scope.likePatterns()
+		labels := in.Scope.Labels
+		if labels == nil {
+			labels = []map[string]string{}
+		}
+		b, err := json.Marshal(labels)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("encoding the scope of thorax instance %s: %w", in.Name, err)
+		}
+		p.ScopeLabels = b
+	}
+	if err := queries.RegisterInstance(ctx, db, p); err != nil {
+		return uuid.Nil, fmt.Errorf("registering thorax instance %s: %w", in.Name, err)
 	}
 	// Listen targets that no live instance serves (their Thorax died while no other
 	// was live) are this one's now: a target is never stranded.
@@ -23,6 +69,15 @@ func RegisterInstance(ctx context.Context, db TxBeginner, name, version string) 
 		return uuid.Nil, err
 	}
 	return id, nil
+}
+
+// InstanceMayServe says whether instance's scope lets it serve target.
+func InstanceMayServe(ctx context.Context, db DB, instance uuid.UUID, target string) (bool, error) {
+	ok, err := queries.InstanceMayServe(ctx, db, dbsqlc.InstanceMayServeParams{InstanceID: instance, Target: target})
+	if err != nil {
+		return false, fmt.Errorf("reading the scope of thorax instance %s: %w", instance, err)
+	}
+	return ok, nil
 }
 
 // HeartbeatReply is what Mandible tells a Thorax instance on each heartbeat.

@@ -23,7 +23,7 @@ func ListThoraxInstances(ctx context.Context, db DB, heartbeatTimeout time.Durat
 	}
 	out := make([]api.ThoraxInstance, len(rows))
 	for i, r := range rows {
-		out[i] = api.ThoraxInstance{ID: r.ID, Name: r.Name, Status: r.Status, Version: r.Version, Live: r.Live,
+		out[i] = api.ThoraxInstance{ID: r.ID, Name: r.Name, CertName: r.CertName, Scoped: r.Scoped, Status: r.Status, Version: r.Version, Live: r.Live,
 			RegisteredAt: r.RegisteredAt, LastHeartbeatAt: r.LastHeartbeatAt, DiedAt: r.DiedAt, Targets: int(r.Targets)}
 	}
 	return out, nil

@@ -32,7 +32,7 @@ func (b settleBundle) exec(t *testing.T, sql string, args ...any) {
 
 func (b settleBundle) register(t *testing.T, name string) uuid.UUID {
 	t.Helper()
-	id, err := schema.RegisterInstance(b.ctx, b.pool, name, "test")
+	id, err := schema.RegisterInstance(b.ctx, b.pool, schema.NewInstance{Name: name, Version: "test"})
 	require.NoError(t, err)
 	return id
 }

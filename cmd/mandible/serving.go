@@ -30,6 +30,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	"github.com/mantis-deploy/mantis/internal/webhook"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
+	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workers"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -184,6 +185,10 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 		SecretResolver:   secretenv.Resolver{FilesDir: r.cfg.Secrets.FilesDir},
 		// Live output: chunks of running commands, bounded per command.
 		MaxOutputBytesPerCommand: r.cfg.Output.MaxBytesPerCommand,
+		ScopeOf: func(cert string) (schema.InstanceScope, bool) {
+			s, scoped := r.cfg.Thorax.ScopeOf(cert)
+			return schema.InstanceScope{Names: s.Names, Labels: s.Labels}, scoped
+		},
 	})
 	return grpcServer, healthServer, nil
 }

@@ -44,7 +44,7 @@ func setup(t *testing.T) *bundle {
 	_, err := schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
 		MaxRunning: schema.MaxLimitRunning}, "test")
 	require.NoError(t, err)
-	instance, err := schema.RegisterInstance(ctx, pool, "thorax-1", "test")
+	instance, err := schema.RegisterInstance(ctx, pool, schema.NewInstance{Name: "thorax-1", Version: "test"})
 	require.NoError(t, err)
 	_, err = schema.Heartbeat(ctx, pool, schema.HeartbeatRequest{Instance: instance, PollTargets: []string{target}})
 	require.NoError(t, err)

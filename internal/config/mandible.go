@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -132,6 +134,70 @@ type ThoraxHealth struct {
 	// ResultGrace is how long past its timeout a running command may go without a
 	// result before Mandible fails it ("no result within timeout + grace").
 	ResultGrace Duration `toml:"result_grace"`
+	// Scopes names, per Thorax certificate name, the targets that certificate may
+	// serve: selectors separated by spaces, each a target name pattern (* and ?) or
+	// label=value (a label an admin set, never one an agent reports). A certificate
+	// listed serves only the targets some selector matches; see ScopeOf.
+	Scopes map[string]string `toml:"scopes"`
+	// ScopedOnly makes a certificate that Scopes does not list serve no target.
+	ScopedOnly bool `toml:"scoped_only"`
+}
+
+// ThoraxScope is the targets one Thorax certificate may serve: those whose name
+// matches a pattern of Names, and those whose labels hold every pair of one of Labels.
+type ThoraxScope struct {
+	Names  []string
+	Labels []map[string]string
+}
+
+// ScopeOf returns the scope of the Thorax certificate named cert, and false when it
+// may serve every target (not listed, and ScopedOnly off). A certificate not listed
+// under ScopedOnly gets the empty scope, which serves nothing.
+func (t ThoraxHealth) ScopeOf(cert string) (ThoraxScope, bool) {
+	spec, listed := t.Scopes[cert]
+	if !listed {
+		return ThoraxScope{}, t.ScopedOnly
+	}
+	scope, _ := parseScope(spec)
+	return scope, true
+}
+
+// scopePattern is what a target name pattern may hold: a target name's
+// characters and the wildcards.
+var scopePattern = regexp.MustCompile(`^[A-Za-z0-9._*?-]{1,128}$`)
+
+// parseScope reads a scope's selectors, and the problem of each that does not parse.
+func parseScope(spec string) (ThoraxScope, []string) {
+	var s ThoraxScope
+	var bad []string
+	for _, sel := range strings.Fields(spec) {
+		if k, v, ok := strings.Cut(sel, "="); ok {
+			if !namePattern.MatchString(k) || v == "" {
+				bad = append(bad, fmt.Sprintf("%q is not label=value", sel))
+				continue
+			}
+			s.Labels = append(s.Labels, map[string]string{k: v})
+			continue
+		}
+		if !scopePattern.MatchString(sel) {
+			bad = append(bad, fmt.Sprintf("%q is not a target name pattern (letters, digits, . _ - and the wildcards * ?)", sel))
+			continue
+		}
+		s.Names = append(s.Names, sel)
+	}
+	return s, bad
+}
+
+func (t ThoraxHealth) validate(p *problems) {
+	for cert, spec := range t.Scopes {
+		key := "thorax.scopes." + cert
+		if !namePattern.MatchString(cert) {
+			p.add(key, "must name a certificate (%s)", namePattern)
+		}
+		if _, bad := parseScope(spec); len(bad) > 0 {
+			p.add(key, "%s", strings.Join(bad, "; "))
+		}
+	}
 }
 
 // Analysis is the model that explains failures; off when ModelURL is empty.
@@ -233,6 +299,7 @@ func (c Mandible) Validate() error {
 		p.required("analysis.model", c.Analysis.Model, "required when analysis.model_url is set")
 	}
 
+	c.Thorax.validate(&p)
 	c.Output.validate(&p)
 	c.Debug.validate(&p)
 	p.durations(c)

@@ -63,7 +63,7 @@ func fakeExecutor(t *testing.T, f dispatchFixture, targets []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	instance, err := schema.RegisterInstance(ctx, f.pool, "fake-thorax", "test")
+	instance, err := schema.RegisterInstance(ctx, f.pool, schema.NewInstance{Name: "fake-thorax", Version: "test"})
 	require.NoError(t, err)
 	_, err = schema.Heartbeat(ctx, f.pool, schema.HeartbeatRequest{Instance: instance, PollTargets: targets})
 	require.NoError(t, err)

@@ -32,20 +32,6 @@ func ServerOptions(g *identity.Guard) []grpc.ServerOption {
 	return g.ServerOptions()
 }
 
-// bindInstance records that the caller's certificate registered instance. A
-// call without identity (grpc.insecure) binds nothing.
-func (s *MandibleService) bindInstance(ctx context.Context, instance uuid.UUID) error {
-	caller, ok := identity.FromContext(ctx)
-	if !ok {
-		return nil
-	}
-	if err := schema.BindInstanceCertificate(ctx, s.DB, instance, caller.Name); err != nil {
-		return err
-	}
-	s.bound.Store(instance, caller.Name)
-	return nil
-}
-
 // authorizeInstance refuses a call naming instance unless it comes from the
 // certificate name that registered it. Bindings never change, so they are
 // cached. Without identities (grpc.insecure) every call is admitted; an unknown
@@ -85,4 +71,35 @@ func (s *MandibleService) refuseNotOwn(ctx context.Context, err error) error {
 		caller = identity.ID{Role: identity.RoleThorax, Name: "(no certificate)"}
 	}
 	return s.Guard.RefuseBinding(ctx, identity.BindingCommand, caller, err.Error())
+}
+
+// scopeOf is ScopeOf, or no scope when the service has none.
+func (s *MandibleService) scopeOf(cert string) (schema.InstanceScope, bool) {
+	if s.ScopeOf == nil {
+		return schema.InstanceScope{}, false
+	}
+	return s.ScopeOf(cert)
+}
+
+// authorizeScope refuses a result forwarded for target by an instance whose
+// certificate's scope does not let it serve that target: a Thorax key reaches only the
+// targets thorax.scopes gives it. An unscoped certificate, or a result that names no
+// target, is not checked here.
+func (s *MandibleService) authorizeScope(ctx context.Context, instance uuid.UUID, target string) error {
+	caller, ok := identity.FromContext(ctx)
+	if !ok || target == "" {
+		return nil
+	}
+	if _, scoped := s.scopeOf(caller.Name); !scoped {
+		return nil
+	}
+	may, err := schema.InstanceMayServe(ctx, s.DB, instance, target)
+	if err != nil {
+		return s.toStatus(ctx, "checking the instance's scope", err)
+	}
+	if may {
+		return nil
+	}
+	return s.Guard.RefuseBinding(ctx, identity.BindingScope, caller,
+		fmt.Sprintf("certificate %s may not serve target %s (thorax.scopes)", caller, target))
 }

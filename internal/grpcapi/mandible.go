@@ -60,6 +60,9 @@ type MandibleService struct {
 	// MaxOutputBytesPerCommand bounds the live output stored per command
 	// (output.max_bytes_per_command); zero means schema.DefaultMaxOutputBytesPerCommand.
 	MaxOutputBytesPerCommand int64
+	// ScopeOf returns which targets the Thorax certificate named cert may serve, and
+	// false when it may serve every target (thorax.scopes); nil scopes nothing.
+	ScopeOf func(cert string) (schema.InstanceScope, bool)
 
 	// bound caches instance id -> certificate name; a binding never changes.
 	bound sync.Map
@@ -110,14 +113,27 @@ func (s *MandibleService) RegisterInstance(ctx context.Context, req *mantisv1.Re
 	if name == "" || len(name) > maxNameLen || strings.ContainsFunc(name, unicode.IsControl) {
 		return nil, invalid("name", "required, at most %d characters, no control characters", maxNameLen)
 	}
-	id, err := schema.RegisterInstance(ctx, s.DB, name, safetext.Bound(req.GetVersion(), maxNameLen))
+	in := schema.NewInstance{Name: name, Version: safetext.Bound(req.GetVersion(), maxNameLen)}
+	caller, identified := identity.FromContext(ctx)
+	if identified {
+		in.CertName = caller.Name
+		if scope, scoped := s.scopeOf(caller.Name); scoped {
+			in.Scope = &scope
+		}
+	}
+	id, err := schema.RegisterInstance(ctx, s.DB, in)
 	if err != nil {
 		return nil, s.toStatus(ctx, "RegisterInstance", err)
 	}
-	if err := s.bindInstance(ctx, id); err != nil {
-		return nil, s.toStatus(ctx, "RegisterInstance", err)
+	if identified {
+		// A binding never changes: later calls naming id are checked against it.
+		s.bound.Store(id, caller.Name)
+		if name != caller.Name {
+			s.Logger.WarnContext(ctx, "thorax instance registered under a name other than its certificate's",
+				"instance_id", id, "name", name, "cert_name", caller.Name)
+		}
 	}
-	s.Logger.InfoContext(ctx, "registered thorax instance", "instance_id", id, "name", name)
+	s.Logger.InfoContext(ctx, "registered thorax instance", "instance_id", id, "name", name, "cert_name", in.CertName, "scoped", in.Scope != nil)
 	return &mantisv1.RegisterInstanceResponse{InstanceId: id.String(), HeartbeatTimeout: durationpb.New(s.HeartbeatTimeout)}, nil
 }
 
@@ -226,6 +242,9 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	r := req.GetResult()
 	if r == nil {
 		return nil, invalid("result", "required")
+	}
+	if err := s.authorizeScope(ctx, id, req.GetTarget()); err != nil {
+		return nil, err
 	}
 	// Any bytes are accepted; only their amount is bounded, keeping the end.
 	output, truncated := r.GetOutput(), r.GetOutputTruncated()

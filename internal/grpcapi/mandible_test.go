@@ -42,6 +42,12 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
+	return setupWith(t, func(*grpcapi.MandibleService) {})
+}
+
+// setupWith is setup with the service changed by configure before it serves.
+func setupWith(t *testing.T, configure func(*grpcapi.MandibleService)) bundle {
+	t.Helper()
 	ctx := context.Background()
 	pool := testenv.MigratedPool(t)
 	allowParallel(t, pool) // many commands of one target at once
@@ -53,7 +59,9 @@ func setup(t *testing.T) bundle {
 	registry := prometheus.NewRegistry()
 	guard := grpcapi.NewGuard(testLogger(), identity.NewMetrics(registry))
 	srv := grpc.NewServer(append(grpcapi.ServerOptions(guard), grpc.Creds(credentials.NewTLS(serverTLS)))...)
-	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour, Guard: guard})
+	svc := &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour, Guard: guard}
+	configure(svc)
+	mantisv1.RegisterMandibleServiceServer(srv, svc)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(lis) }()

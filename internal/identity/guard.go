@@ -130,6 +130,9 @@ const (
 	// BindingCommand is a command changed by a caller that neither holds it nor
 	// reports for its target.
 	BindingCommand = "own_command"
+	// BindingScope is a target outside the scope Mandible's thorax.scopes gives the
+	// caller's certificate.
+	BindingScope = "scope"
 	// presentedOther is the presented label of a binding refusal.
 	presentedOther = "other"
 )

@@ -6,15 +6,20 @@
 SELECT status FROM thorax_instances WHERE id = @id::uuid;
 
 -- name: AssignPollTargets :exec
--- AssignPollTargets makes the named poll-mode targets the instance's own.
+-- AssignPollTargets makes the named poll-mode targets the instance's own, those its
+-- scope lets it serve.
 UPDATE targets SET assigned_instance_id = @instance_id::uuid, updated_at = now()
-WHERE name = ANY(@names::text[]) AND mode = 'poll' AND assigned_instance_id IS DISTINCT FROM @instance_id::uuid;
+FROM thorax_instances i
+WHERE i.id = @instance_id::uuid AND targets.name = ANY(@names::text[]) AND targets.mode = 'poll'
+  AND targets.assigned_instance_id IS DISTINCT FROM @instance_id::uuid
+  AND thorax_may_serve(i.scope_patterns, i.scope_labels, targets.name, targets.labels);
 
 -- name: ClaimCommands :many
 -- ClaimCommands claims up to max_rows queued commands for the instance — of listen-mode
 -- targets assigned to it and of the poll-mode targets it names, restricted to
 -- command_ids when that is not empty — each at a new lease epoch, in claim order:
--- highest priority, then oldest. It stops before the commands it has taken pass
+-- highest priority, then oldest; a poll target only when the instance's scope lets it
+-- serve it. It stops before the commands it has taken pass
 -- max_bytes (their text, env and working directory as stored, plus a little for the
 -- other fields), so that the answer carrying them stays under the message size both
 -- ends of the call accept; the first command is always taken. The rows it locked and
@@ -24,9 +29,11 @@ WITH locked AS (
            octet_length(c.command) + octet_length(c.env::text) + coalesce(octet_length(c.working_dir), 0) + 512 AS size
     FROM command_queue c
     JOIN targets t ON t.id = c.target_id
+    JOIN thorax_instances i ON i.id = @instance_id::uuid
     WHERE c.status = 'queued'
       AND ((t.mode = 'listen' AND t.assigned_instance_id = @instance_id::uuid)
-           OR (t.mode = 'poll' AND t.name = ANY(@poll_targets::text[])))
+           OR (t.mode = 'poll' AND t.name = ANY(@poll_targets::text[])
+               AND thorax_may_serve(i.scope_patterns, i.scope_labels, t.name, t.labels)))
       AND (coalesce(cardinality(@command_ids::uuid[]), 0) = 0 OR c.id = ANY(@command_ids::uuid[]))
     ORDER BY c.priority_rank, c.created_at
     LIMIT @max_rows::int

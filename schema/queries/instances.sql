@@ -2,8 +2,12 @@
 -- (schema/instances.go, schema/instance_death.go, schema/instance_identity.go).
 
 -- name: RegisterInstance :exec
--- RegisterInstance records a starting Thorax instance.
-INSERT INTO thorax_instances (id, name, version) VALUES (@id::uuid, @name::text, @version::text);
+-- RegisterInstance records a starting Thorax instance, with the certificate that
+-- registers it (NULL without identities) and that certificate's scope (NULL patterns:
+-- unrestricted).
+INSERT INTO thorax_instances (id, name, version, cert_name, scope_patterns, scope_labels)
+VALUES (@id::uuid, @name::text, @version::text, sqlc.narg(cert_name)::text,
+        sqlc.narg(scope_patterns)::text[], sqlc.narg(scope_labels)::jsonb);
 
 -- name: RecordInstanceHeartbeat :execrows
 -- RecordInstanceHeartbeat keeps an instance that is not dead live or draining, noting
@@ -13,9 +17,12 @@ WHERE id = @id::uuid AND status <> 'dead';
 
 -- name: RecordPollTargets :exec
 -- RecordPollTargets registers unknown poll-mode targets and moves known ones to the
--- instance.
+-- instance, those its scope lets it serve.
 INSERT INTO targets (name, mode, assigned_instance_id)
-SELECT n, 'poll', @instance_id::uuid FROM unnest(@names::text[]) AS n
+SELECT n, 'poll', @instance_id::uuid
+FROM unnest(@names::text[]) AS n, thorax_instances i
+WHERE i.id = @instance_id::uuid
+  AND thorax_may_serve(i.scope_patterns, i.scope_labels, n, (SELECT labels FROM targets WHERE name = n))
 ON CONFLICT (name) DO UPDATE SET assigned_instance_id = @instance_id::uuid, updated_at = now()
 WHERE targets.mode = 'poll' AND targets.deregistered_at IS NULL
   AND targets.assigned_instance_id IS DISTINCT FROM @instance_id::uuid;
@@ -51,12 +58,14 @@ RETURNING id, name;
 SELECT id, name FROM targets WHERE assigned_instance_id = @instance_id::uuid AND mode = 'listen' ORDER BY name FOR UPDATE;
 
 -- name: ReassignListenTarget :one
--- ReassignListenTarget gives a target to the live instance with the fewest targets, or
--- to none when no instance heartbeat within timeout.
+-- ReassignListenTarget gives a target to the live instance with the fewest targets
+-- among those whose scope lets them serve it, or to none when no such instance
+-- heartbeat within timeout.
 UPDATE targets SET assigned_instance_id = (
     SELECT i.id FROM thorax_instances i
     LEFT JOIN targets o ON o.assigned_instance_id = i.id AND o.deregistered_at IS NULL
     WHERE i.status = 'live' AND i.last_heartbeat_at > now() - @timeout::interval
+      AND thorax_may_serve(i.scope_patterns, i.scope_labels, targets.name, targets.labels)
     GROUP BY i.id ORDER BY count(o.id), i.id LIMIT 1),
     updated_at = now()
 WHERE id = @target_id::uuid
@@ -85,10 +94,14 @@ SELECT id, deployment_id FROM lost;
 UPDATE deployments SET status = 'failed', finished_at = now(), error = @reason::text
 WHERE id = @id::uuid AND status IN ('pending', 'running');
 
--- name: BindInstanceCertificate :execrows
--- BindInstanceCertificate sets an instance's certificate name once.
-UPDATE thorax_instances SET cert_name = @cert_name::text WHERE id = @id::uuid AND cert_name IS NULL;
-
 -- name: InstanceCertificate :one
 -- InstanceCertificate reads the certificate name bound to an instance.
 SELECT cert_name FROM thorax_instances WHERE id = @id::uuid;
+
+-- name: InstanceMayServe :one
+-- InstanceMayServe says whether the instance's scope lets it serve the named target
+-- (false for an unknown instance; an unknown target is judged by its name alone).
+SELECT coalesce((
+    SELECT thorax_may_serve(i.scope_patterns, i.scope_labels, @target::text,
+                            (SELECT labels FROM targets WHERE name = @target::text))
+    FROM thorax_instances i WHERE i.id = @instance_id::uuid), false)::bool AS may_serve;

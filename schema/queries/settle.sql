@@ -8,15 +8,19 @@ WHERE t.mode = 'listen' AND t.deregistered_at IS NULL AND (i.id IS NULL OR i.sta
 ORDER BY t.name;
 
 -- name: AssignListenTarget :one
--- AssignListenTarget gives a target to the live instance with the fewest targets,
--- provided it is still assigned to from_instance_id: a concurrent assignment wins once.
--- No row means no instance is live or the target moved meanwhile.
+-- AssignListenTarget gives a target to the live instance with the fewest targets among
+-- those whose scope lets them serve it, provided it is still assigned to
+-- from_instance_id: a concurrent assignment wins once. No row means no such instance
+-- is live or the target moved meanwhile.
 UPDATE targets SET assigned_instance_id = pick.id, updated_at = now()
-FROM (SELECT i.id FROM thorax_instances i
-      LEFT JOIN targets o ON o.assigned_instance_id = i.id AND o.deregistered_at IS NULL
-      WHERE i.status = 'live'
-      GROUP BY i.id ORDER BY count(o.id), i.id LIMIT 1) AS pick
-WHERE targets.id = @target_id::uuid AND targets.assigned_instance_id IS NOT DISTINCT FROM sqlc.narg(from_instance_id)::uuid
+FROM targets me
+CROSS JOIN LATERAL (
+    SELECT i.id FROM thorax_instances i
+    LEFT JOIN targets o ON o.assigned_instance_id = i.id AND o.deregistered_at IS NULL
+    WHERE i.status = 'live' AND thorax_may_serve(i.scope_patterns, i.scope_labels, me.name, me.labels)
+    GROUP BY i.id ORDER BY count(o.id), i.id LIMIT 1) AS pick
+WHERE targets.id = @target_id::uuid AND me.id = targets.id
+  AND targets.assigned_instance_id IS NOT DISTINCT FROM sqlc.narg(from_instance_id)::uuid
 RETURNING pick.id;
 
 -- name: FailOverdueCommands :many

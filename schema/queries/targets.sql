@@ -3,11 +3,13 @@
 -- name: RegisterTarget :one
 -- RegisterTarget registers a target or updates the one of that name, registering it
 -- again if it was deregistered. A listen-mode target is pinned to the live Thorax
--- instance (a heartbeat within heartbeat_timeout_seconds) with the fewest targets,
--- and keeps its instance on update while that instance lives.
+-- instance (a heartbeat within heartbeat_timeout_seconds) with the fewest targets
+-- among those whose scope lets them serve it, and keeps its instance on update while
+-- that instance lives and may still serve it.
 WITH live AS (
     SELECT i.id FROM thorax_instances i
     WHERE i.status = 'live' AND i.last_heartbeat_at > now() - make_interval(secs => @heartbeat_timeout_seconds::float8)
+      AND thorax_may_serve(i.scope_patterns, i.scope_labels, @name::text, @labels::jsonb)
 ), pick AS (
     SELECT l.id FROM live l
     LEFT JOIN targets t ON t.assigned_instance_id = l.id AND t.deregistered_at IS NULL

@@ -12,24 +12,6 @@ import (
 	"time"
 )
 
-const bindInstanceCertificate = `-- name: BindInstanceCertificate :execrows
-UPDATE thorax_instances SET cert_name = $1::text WHERE id = $2::uuid AND cert_name IS NULL
-`
-
-type BindInstanceCertificateParams struct {
-	CertName string
-	ID       uuid.UUID
-}
-
-// BindInstanceCertificate sets an instance's certificate name once.
-func (q *Queries) BindInstanceCertificate(ctx context.Context, db DBTX, arg BindInstanceCertificateParams) (int64, error) {
-	result, err := db.Exec(ctx, bindInstanceCertificate, arg.CertName, arg.ID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const failUnfinishedDeployment = `-- name: FailUnfinishedDeployment :execrows
 UPDATE deployments SET status = 'failed', finished_at = now(), error = $1::text
 WHERE id = $2::uuid AND status IN ('pending', 'running')
@@ -59,6 +41,27 @@ func (q *Queries) InstanceCertificate(ctx context.Context, db DBTX, id uuid.UUID
 	var cert_name *string
 	err := row.Scan(&cert_name)
 	return cert_name, err
+}
+
+const instanceMayServe = `-- name: InstanceMayServe :one
+SELECT coalesce((
+    SELECT thorax_may_serve(i.scope_patterns, i.scope_labels, $1::text,
+                            (SELECT labels FROM targets WHERE name = $1::text))
+    FROM thorax_instances i WHERE i.id = $2::uuid), false)::bool AS may_serve
+`
+
+type InstanceMayServeParams struct {
+	Target     string
+	InstanceID uuid.UUID
+}
+
+// InstanceMayServe says whether the instance's scope lets it serve the named target
+// (false for an unknown instance; an unknown target is judged by its name alone).
+func (q *Queries) InstanceMayServe(ctx context.Context, db DBTX, arg InstanceMayServeParams) (bool, error) {
+	row := db.QueryRow(ctx, instanceMayServe, arg.Target, arg.InstanceID)
+	var may_serve bool
+	err := row.Scan(&may_serve)
+	return may_serve, err
 }
 
 const listenTargetsOf = `-- name: ListenTargetsOf :many
@@ -199,6 +202,7 @@ UPDATE targets SET assigned_instance_id = (
     SELECT i.id FROM thorax_instances i
     LEFT JOIN targets o ON o.assigned_instance_id = i.id AND o.deregistered_at IS NULL
     WHERE i.status = 'live' AND i.last_heartbeat_at > now() - $1::interval
+      AND thorax_may_serve(i.scope_patterns, i.scope_labels, targets.name, targets.labels)
     GROUP BY i.id ORDER BY count(o.id), i.id LIMIT 1),
     updated_at = now()
 WHERE id = $2::uuid
@@ -210,8 +214,9 @@ type ReassignListenTargetParams struct {
 	TargetID uuid.UUID
 }
 
-// ReassignListenTarget gives a target to the live instance with the fewest targets, or
-// to none when no instance heartbeat within timeout.
+// ReassignListenTarget gives a target to the live instance with the fewest targets
+// among those whose scope lets them serve it, or to none when no such instance
+// heartbeat within timeout.
 func (q *Queries) ReassignListenTarget(ctx context.Context, db DBTX, arg ReassignListenTargetParams) (*uuid.UUID, error) {
 	row := db.QueryRow(ctx, reassignListenTarget, arg.Timeout, arg.TargetID)
 	var assigned_instance_id *uuid.UUID
@@ -269,7 +274,10 @@ func (q *Queries) RecordInstanceHeartbeat(ctx context.Context, db DBTX, arg Reco
 
 const recordPollTargets = `-- name: RecordPollTargets :exec
 INSERT INTO targets (name, mode, assigned_instance_id)
-SELECT n, 'poll', $1::uuid FROM unnest($2::text[]) AS n
+SELECT n, 'poll', $1::uuid
+FROM unnest($2::text[]) AS n, thorax_instances i
+WHERE i.id = $1::uuid
+  AND thorax_may_serve(i.scope_patterns, i.scope_labels, n, (SELECT labels FROM targets WHERE name = n))
 ON CONFLICT (name) DO UPDATE SET assigned_instance_id = $1::uuid, updated_at = now()
 WHERE targets.mode = 'poll' AND targets.deregistered_at IS NULL
   AND targets.assigned_instance_id IS DISTINCT FROM $1::uuid
@@ -281,7 +289,7 @@ type RecordPollTargetsParams struct {
 }
 
 // RecordPollTargets registers unknown poll-mode targets and moves known ones to the
-// instance.
+// instance, those its scope lets it serve.
 func (q *Queries) RecordPollTargets(ctx context.Context, db DBTX, arg RecordPollTargetsParams) error {
 	_, err := db.Exec(ctx, recordPollTargets, arg.InstanceID, arg.Names)
 	return err
@@ -289,20 +297,34 @@ func (q *Queries) RecordPollTargets(ctx context.Context, db DBTX, arg RecordPoll
 
 const registerInstance = `-- name: RegisterInstance :exec
 
-INSERT INTO thorax_instances (id, name, version) VALUES ($1::uuid, $2::text, $3::text)
+INSERT INTO thorax_instances (id, name, version, cert_name, scope_patterns, scope_labels)
+VALUES ($1::uuid, $2::text, $3::text, $4::text,
+        $5::text[], $6::jsonb)
 `
 
 type RegisterInstanceParams struct {
-	ID      uuid.UUID
-	Name    string
-	Version string
+	ID            uuid.UUID
+	Name          string
+	Version       string
+	CertName      *string
+	ScopePatterns []string
+	ScopeLabels   []byte
 }
 
 // Thorax instances: registration, heartbeats, identity and death
 // (schema/instances.go, schema/instance_death.go, schema/instance_identity.go).
-// RegisterInstance records a starting Thorax instance.
+// RegisterInstance records a starting Thorax instance, with the certificate that
+// registers it (NULL without identities) and that certificate's scope (NULL patterns:
+// unrestricted).
 func (q *Queries) RegisterInstance(ctx context.Context, db DBTX, arg RegisterInstanceParams) error {
-	_, err := db.Exec(ctx, registerInstance, arg.ID, arg.Name, arg.Version)
+	_, err := db.Exec(ctx, registerInstance,
+		arg.ID,
+		arg.Name,
+		arg.Version,
+		arg.CertName,
+		arg.ScopePatterns,
+		arg.ScopeLabels,
+	)
 	return err
 }
 

@@ -14,7 +14,8 @@ import (
 
 const listThoraxInstances = `-- name: ListThoraxInstances :many
 
-SELECT i.id, i.name, i.status, i.version, i.registered_at, i.last_heartbeat_at, i.died_at,
+SELECT i.id, i.name, coalesce(i.cert_name, '')::text AS cert_name, (i.scope_patterns IS NOT NULL)::bool AS scoped,
+       i.status, i.version, i.registered_at, i.last_heartbeat_at, i.died_at,
        (i.status = 'live' AND i.last_heartbeat_at > now() - make_interval(secs => $1::float8))::bool AS live,
        (SELECT count(*) FROM targets t WHERE t.assigned_instance_id = i.id AND t.deregistered_at IS NULL)::int AS targets
 FROM thorax_instances i
@@ -30,6 +31,8 @@ type ListThoraxInstancesParams struct {
 type ListThoraxInstancesRow struct {
 	ID              uuid.UUID
 	Name            string
+	CertName        string
+	Scoped          bool
 	Status          string
 	Version         string
 	RegisteredAt    time.Time
@@ -55,6 +58,8 @@ func (q *Queries) ListThoraxInstances(ctx context.Context, db DBTX, arg ListThor
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
+			&i.CertName,
+			&i.Scoped,
 			&i.Status,
 			&i.Version,
 			&i.RegisteredAt,

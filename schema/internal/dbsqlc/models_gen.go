@@ -260,6 +260,8 @@ type ThoraxInstance struct {
 	DiedAt           *time.Time
 	HeartbeatReplica *string
 	CertName         *string
+	ScopePatterns    []string
+	ScopeLabels      []byte
 }
 
 type Webhook struct {

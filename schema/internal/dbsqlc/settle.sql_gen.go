@@ -30,11 +30,14 @@ func (q *Queries) AddWorkflowNotice(ctx context.Context, db DBTX, arg AddWorkflo
 
 const assignListenTarget = `-- name: AssignListenTarget :one
 UPDATE targets SET assigned_instance_id = pick.id, updated_at = now()
-FROM (SELECT i.id FROM thorax_instances i
-      LEFT JOIN targets o ON o.assigned_instance_id = i.id AND o.deregistered_at IS NULL
-      WHERE i.status = 'live'
-      GROUP BY i.id ORDER BY count(o.id), i.id LIMIT 1) AS pick
-WHERE targets.id = $1::uuid AND targets.assigned_instance_id IS NOT DISTINCT FROM $2::uuid
+FROM targets me
+CROSS JOIN LATERAL (
+    SELECT i.id FROM thorax_instances i
+    LEFT JOIN targets o ON o.assigned_instance_id = i.id AND o.deregistered_at IS NULL
+    WHERE i.status = 'live' AND thorax_may_serve(i.scope_patterns, i.scope_labels, me.name, me.labels)
+    GROUP BY i.id ORDER BY count(o.id), i.id LIMIT 1) AS pick
+WHERE targets.id = $1::uuid AND me.id = targets.id
+  AND targets.assigned_instance_id IS NOT DISTINCT FROM $2::uuid
 RETURNING pick.id
 `
 
@@ -43,9 +46,10 @@ type AssignListenTargetParams struct {
 	FromInstanceID *uuid.UUID
 }
 
-// AssignListenTarget gives a target to the live instance with the fewest targets,
-// provided it is still assigned to from_instance_id: a concurrent assignment wins once.
-// No row means no instance is live or the target moved meanwhile.
+// AssignListenTarget gives a target to the live instance with the fewest targets among
+// those whose scope lets them serve it, provided it is still assigned to
+// from_instance_id: a concurrent assignment wins once. No row means no such instance
+// is live or the target moved meanwhile.
 func (q *Queries) AssignListenTarget(ctx context.Context, db DBTX, arg AssignListenTargetParams) (uuid.UUID, error) {
 	row := db.QueryRow(ctx, assignListenTarget, arg.TargetID, arg.FromInstanceID)
 	var id uuid.UUID

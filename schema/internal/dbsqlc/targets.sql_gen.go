@@ -60,6 +60,7 @@ const registerTarget = `-- name: RegisterTarget :one
 WITH live AS (
     SELECT i.id FROM thorax_instances i
     WHERE i.status = 'live' AND i.last_heartbeat_at > now() - make_interval(secs => $5::float8)
+      AND thorax_may_serve(i.scope_patterns, i.scope_labels, $1::text, $4::jsonb)
 ), pick AS (
     SELECT l.id FROM live l
     LEFT JOIN targets t ON t.assigned_instance_id = l.id AND t.deregistered_at IS NULL
@@ -88,8 +89,9 @@ type RegisterTargetParams struct {
 // Targets: registration and listing (schema/targets.go).
 // RegisterTarget registers a target or updates the one of that name, registering it
 // again if it was deregistered. A listen-mode target is pinned to the live Thorax
-// instance (a heartbeat within heartbeat_timeout_seconds) with the fewest targets,
-// and keeps its instance on update while that instance lives.
+// instance (a heartbeat within heartbeat_timeout_seconds) with the fewest targets
+// among those whose scope lets them serve it, and keeps its instance on update while
+// that instance lives and may still serve it.
 func (q *Queries) RegisterTarget(ctx context.Context, db DBTX, arg RegisterTargetParams) (Target, error) {
 	row := db.QueryRow(ctx, registerTarget,
 		arg.Name,
