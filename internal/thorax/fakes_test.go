@@ -340,6 +340,20 @@ func peerCommonName(ctx context.Context) string {
 func serve(t *testing.T, certs devcerts.Bundle, pair string, register func(*grpc.Server)) string {
 	t.Helper()
 	cert, key := certs.Pair(pair)
+	return serveWith(t, certs, cert, key, register)
+}
+
+// serveAs is serve presenting a pair the CA issues for role and name.
+func serveAs(t *testing.T, certs devcerts.Bundle, role identity.Role, name string, register func(*grpc.Server)) string {
+	t.Helper()
+	cert, key, err := certs.Issue(role, name, nil)
+	require.NoError(t, err)
+	return serveWith(t, certs, cert, key, register)
+}
+
+// serveWith is serve presenting the pair at cert and key.
+func serveWith(t *testing.T, certs devcerts.Bundle, cert, key string, register func(*grpc.Server)) string {
+	t.Helper()
 	tc, err := tlsconf.Server(tlsconf.Files{CA: certs.CACert(), Cert: cert, Key: key})
 	require.NoError(t, err)
 	server := grpc.NewServer(grpc.Creds(credentials.NewTLS(tc)))
@@ -431,15 +445,22 @@ func (r *running) wait(t *testing.T) error {
 	}
 }
 
-// startAgent serves agent as a listen-mode agent and returns its address.
+// startAgent serves agent as the listen-mode agent of listenTarget and returns
+// its address.
 func (f *fixture) startAgent(t *testing.T, agent *fakeAgent) string {
+	t.Helper()
+	return f.startAgentAs(t, agent, listenTarget)
+}
+
+// startAgentAs serves agent presenting the certificate of the agent of target.
+func (f *fixture) startAgentAs(t *testing.T, agent *fakeAgent, target string) string {
 	t.Helper()
 	if agent.calls == nil {
 		agent.calls = make(chan agentCall, 100)
 	}
 	agent.cancels = make(chan string, 100)
 	agent.cancelled = make(chan struct{})
-	return serve(t, f.certs, "agent", func(s *grpc.Server) { mantisv1.RegisterAgentServiceServer(s, agent) })
+	return serveAs(t, f.certs, identity.RoleAgent, target, func(s *grpc.Server) { mantisv1.RegisterAgentServiceServer(s, agent) })
 }
 
 // pollClient connects to the instance's agents server as the poll-mode agent of
@@ -493,9 +514,13 @@ func commandID(name string) string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(name)).String()
 }
 
+// listenTarget is the target of listenCommand, and the name the certificate of
+// startAgent's agent carries.
+const listenTarget = "web-listen"
+
 func listenCommand(name, agentAddr string, epoch int64) *mantisv1.Command {
 	return &mantisv1.Command{
-		Id: commandID(name), Target: "web-listen", Mode: modeListen, Command: "echo " + name,
+		Id: commandID(name), Target: listenTarget, Mode: modeListen, Command: "echo " + name,
 		Timeout: durationpb.New(30 * time.Second), Priority: "normal",
 		LeaseEpoch: epoch, ListenAddress: agentAddr,
 	}

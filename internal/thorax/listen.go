@@ -17,31 +17,38 @@ import (
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
-// agentConns keeps one client connection per listen-mode agent address; gRPC
-// reconnects each on its own.
+// agentConns keeps one client connection per listen-mode target and address;
+// gRPC reconnects each on its own. Each connection's credentials come from
+// credsFor(target): over TLS they accept only a server whose certificate names
+// that target, so the connection of one target is never used for another.
 type agentConns struct {
-	creds credentials.TransportCredentials
-	extra []grpc.DialOption // the metrics interceptors
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
+	credsFor func(target string) credentials.TransportCredentials
+	extra    []grpc.DialOption // the metrics interceptors
+	mu       sync.Mutex
+	conns    map[agentKey]*grpc.ClientConn
 }
 
-func newAgentConns(creds credentials.TransportCredentials, extra ...grpc.DialOption) *agentConns {
-	return &agentConns{creds: creds, extra: extra, conns: map[string]*grpc.ClientConn{}}
+// agentKey is the target a connection calls and the address it dials.
+type agentKey struct{ target, addr string }
+
+func newAgentConns(credsFor func(target string) credentials.TransportCredentials, extra ...grpc.DialOption) *agentConns {
+	return &agentConns{credsFor: credsFor, extra: extra, conns: map[agentKey]*grpc.ClientConn{}}
 }
 
-func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
+// client returns the AgentService client of target's agent at addr.
+func (a *agentConns) client(target, addr string) (mantisv1.AgentServiceClient, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	conn, ok := a.conns[addr]
+	key := agentKey{target: target, addr: addr}
+	conn, ok := a.conns[key]
 	if !ok {
 		var err error
 		conn, err = grpc.NewClient(addr, append(slices.Clone(a.extra),
-			grpc.WithTransportCredentials(a.creds), reconnectQuickly, telemetry.GRPCDialOption(), rpclimit.DialOption())...)
+			grpc.WithTransportCredentials(a.credsFor(target)), reconnectQuickly, telemetry.GRPCDialOption(), rpclimit.DialOption())...)
 		if err != nil {
 			return nil, err
 		}
-		a.conns[addr] = conn
+		a.conns[key] = conn
 	}
 	return mantisv1.NewAgentServiceClient(conn), nil
 }
@@ -49,9 +56,9 @@ func (a *agentConns) client(addr string) (mantisv1.AgentServiceClient, error) {
 func (a *agentConns) closeAll() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for addr, conn := range a.conns {
+	for key, conn := range a.conns {
 		conn.Close()
-		delete(a.conns, addr)
+		delete(a.conns, key)
 	}
 }
 
@@ -73,7 +80,7 @@ func (t *Thorax) listenWorker(work context.Context) {
 func (t *Thorax) runListen(work context.Context, h *holding) {
 	defer t.book.finish(h)
 	attrs := []any{"command_id", h.cmd.GetId(), "target", h.cmd.GetTarget(), "agent", h.cmd.GetListenAddress()}
-	client, err := t.agents.client(h.cmd.GetListenAddress())
+	client, err := t.agents.client(h.cmd.GetTarget(), h.cmd.GetListenAddress())
 	if err != nil {
 		t.redispatch(work, h, fmt.Sprintf("listen agent address %q: %v", h.cmd.GetListenAddress(), err))
 		return
@@ -125,7 +132,7 @@ func (t *Thorax) cancelCommands(ctx context.Context, ids []string) {
 	for _, h := range running {
 		t.background.Go(func() {
 			attrs := []any{"command_id", h.cmd.GetId(), "target", h.cmd.GetTarget(), "agent", h.cmd.GetListenAddress()}
-			client, err := t.agents.client(h.cmd.GetListenAddress())
+			client, err := t.agents.client(h.cmd.GetTarget(), h.cmd.GetListenAddress())
 			if err == nil {
 				callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 				_, err = client.CancelCommand(callCtx, &mantisv1.CancelCommandRequest{CommandId: h.cmd.GetId()})

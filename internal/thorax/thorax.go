@@ -13,6 +13,7 @@ package thorax
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,8 +88,9 @@ type Thorax struct {
 	logger *slog.Logger
 
 	mandibleCreds credentials.TransportCredentials
-	agentCreds    credentials.TransportCredentials
-	serverOpts    []grpc.ServerOption
+	// agentCreds returns the credentials of a call to a listen target's agent.
+	agentCreds func(target string) credentials.TransportCredentials
+	serverOpts []grpc.ServerOption
 	// agentGuard admits only the agent role to the agents server; nil with
 	// agents.insecure, where there are no identities.
 	agentGuard *identity.Guard
@@ -169,18 +171,19 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		t.mandibleCreds = credentials.NewTLS(tc)
 	}
 	if cfg.Agents.Insecure {
-		t.agentCreds = insecure.NewCredentials()
+		t.agentCreds = func(string) credentials.TransportCredentials { return insecure.NewCredentials() }
 	} else {
 		client, err := tlsconf.Client(tlsFiles(cfg.Agents.TLS, logger), "")
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
 		}
-		tlsconf.RequirePeerRole(client, identity.RoleAgent, identity.HandshakeRefusals(identity.LinkListenAgent, logger, t.idMetrics))
+		refused := identity.HandshakeRefusals(identity.LinkListenAgent, logger, t.idMetrics)
+		tlsconf.RequirePeerRole(client, identity.RoleAgent, refused)
 		server, err := tlsconf.Server(tlsFiles(cfg.Agents.TLS, logger))
 		if err != nil {
 			return nil, fmt.Errorf("agents TLS: %w", err)
 		}
-		t.agentCreds = credentials.NewTLS(client)
+		t.agentCreds = listenTargetCreds(client, refused)
 		t.agentGuard = newAgentGuard(logger, t.idMetrics)
 		t.serverOpts = append(t.serverOpts, grpc.Creds(credentials.NewTLS(server)))
 		t.serverOpts = append(t.serverOpts, t.agentGuard.ServerOptions()...)
@@ -195,6 +198,22 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 	// Outermost, so that calls the guard refuses are counted too.
 	t.serverOpts = append(t.metrics.rpc.ServerOptions(), t.serverOpts...)
 	return t, nil
+}
+
+// listenTargetCreds returns the credentials of calls to a listen target's agent:
+// client's, narrowed to a server whose certificate is the agent of that very
+// target (spiffe://mantis/agent/<target>), as Thorax's agents server admits a
+// poll-mode agent only for its own target. Any agent pair of the CA answering at
+// a target's address (a mistyped or stale registration, or an impostor) is
+// refused at the handshake, naming the target called and the identity presented,
+// before the command or its opened secrets leave Thorax; refused logs and counts
+// it.
+func listenTargetCreds(client *tls.Config, refused tlsconf.RefusalHook) func(string) credentials.TransportCredentials {
+	return func(target string) credentials.TransportCredentials {
+		c := client.Clone()
+		tlsconf.RequirePeerID(c, identity.ID{Role: identity.RoleAgent, Name: target}, identity.BindingTarget, refused)
+		return credentials.NewTLS(c)
+	}
 }
 
 // tlsFiles names the files of a link; logger hears of their reloads.
