@@ -101,7 +101,7 @@ func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, metrics 
 	if err != nil {
 		return fmt.Errorf("listen.address %s: %w", cfg.Listen.Address, err)
 	}
-	srv := NewServer(runner, logger)
+	srv := NewServer(cfg.Name, runner, logger)
 	srv.Metrics = metrics
 	gs := NewGRPCServer(srv, creds)
 	served := make(chan error, 1)

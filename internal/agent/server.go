@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -26,6 +27,8 @@ import (
 // cancel commands on this host.
 type Server struct {
 	mantisv1.UnimplementedAgentServiceServer
+	// target is the agent's own name: it runs only commands for that target.
+	target string
 	runner *Runner
 	logger *slog.Logger
 	// Metrics counts the calls refused for their caller's role; nil counts
@@ -35,12 +38,13 @@ type Server struct {
 	hub *outputHub
 }
 
-// NewServer returns an AgentService that runs commands on runner, and makes it the
-// sink of runner's live output (WatchOutput).
-func NewServer(runner *Runner, logger *slog.Logger) *Server {
+// NewServer returns the AgentService of the agent of target (its configured
+// name): it runs on runner the commands for that target only, and makes itself
+// the sink of runner's live output (WatchOutput).
+func NewServer(target string, runner *Runner, logger *slog.Logger) *Server {
 	hub := newOutputHub()
 	runner.output = hub
-	return &Server{runner: runner, logger: logger, hub: hub}
+	return &Server{target: target, runner: runner, logger: logger, hub: hub}
 }
 
 // RunCommand runs the command's dispatch request and answers with its result
@@ -48,7 +52,18 @@ func NewServer(runner *Runner, logger *slog.Logger) *Server {
 // call gets its stored result, or waits for the run under way. The run is not
 // tied to the call: if Thorax goes away, the command goes on within its
 // timeout, and its result is kept for when Thorax asks again.
+//
+// A command for another target is refused with PermissionDenied naming both
+// targets, logged and counted in Metrics: whoever holds a Thorax certificate,
+// or a Thorax calling a stale or mistyped address, cannot run another target's
+// command on this host.
 func (s *Server) RunCommand(ctx context.Context, req *mantisv1.RunCommandRequest) (*mantisv1.RunCommandResponse, error) {
+	if err := ValidateCommand(req.GetCommand()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if target := req.GetCommand().GetTarget(); target != s.target {
+		return nil, s.refuseTarget(ctx, req.GetCommand().GetId(), target)
+	}
 	run, err := s.runner.Start(context.WithoutCancel(ctx), req.GetCommand())
 	if err != nil {
 		var invalid *InvalidCommandError
@@ -68,6 +83,15 @@ func (s *Server) RunCommand(ctx context.Context, req *mantisv1.RunCommandRequest
 		return nil, status.FromContextError(err).Err()
 	}
 	return &mantisv1.RunCommandResponse{Result: res}, nil
+}
+
+// refuseTarget logs, counts and returns the refusal of command id, which names
+// target rather than this agent's own.
+func (s *Server) refuseTarget(ctx context.Context, id, target string) error {
+	caller, _ := identity.FromContext(ctx) // none on a plaintext link
+	guard := &identity.Guard{Link: identity.LinkListenAgent, Logger: s.logger, Metrics: s.Metrics}
+	return guard.RefuseBinding(ctx, identity.BindingTarget, caller,
+		fmt.Sprintf("command %s is for target %q, this agent serves target %q", id, target, s.target))
 }
 
 // CancelCommand kills the named running command's process group.

@@ -44,7 +44,7 @@ func newFuzzAgent(f *testing.F) fuzzAgent {
 	listen.Insecure = true
 	creds, err := agent.ListenCredentials(listen)
 	require.NoError(f, err)
-	gs := agent.NewGRPCServer(agent.NewServer(agent.NewRunner(cfg, journal, logger), logger), creds)
+	gs := agent.NewGRPCServer(agent.NewServer("web-1", agent.NewRunner(cfg, journal, logger), logger), creds)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(f, err)
 	go func() { _ = gs.Serve(lis) }()

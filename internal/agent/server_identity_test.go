@@ -62,7 +62,7 @@ func TestListenAllowedClientNamesMatchIdentityNames(t *testing.T) {
 		slog.New(slog.NewTextHandler(log, nil)), identity.NewMetrics(reg)))
 	require.NoError(t, err)
 	runner := agent.NewRunner(execConfig(nil), openJournal(t, t.TempDir(), nil), testLogger(t))
-	gs := agent.NewGRPCServer(agent.NewServer(runner, testLogger(t)), creds)
+	gs := agent.NewGRPCServer(agent.NewServer("web-1", runner, testLogger(t)), creds)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = gs.Serve(lis) }()

@@ -24,8 +24,9 @@ import (
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
-// listenSetup is a listen-mode agent serving on loopback with the "agent"
-// pair, accepting only the thorax role.
+// listenSetup is the listen-mode agent of target web-1 (the target of command)
+// serving on loopback with a pair issued for agent/web-1, accepting only the
+// thorax role.
 type listenSetup struct {
 	certs  devcerts.Bundle
 	addr   string
@@ -38,7 +39,8 @@ func setupListen(t *testing.T, change func(*config.Exec)) listenSetup {
 	t.Helper()
 	certs, err := devcerts.Generate(t.TempDir(), nil)
 	require.NoError(t, err)
-	cert, key := certs.Pair("agent")
+	cert, key, err := certs.Issue(identity.RoleAgent, "web-1", nil)
+	require.NoError(t, err)
 	lc := config.DefaultAgent().Listen
 	lc.TLS = config.TLS{CACertPath: certs.CACert(), CertPath: cert, KeyPath: key}
 	creds, err := agent.ListenCredentials(lc)
@@ -46,7 +48,7 @@ func setupListen(t *testing.T, change func(*config.Exec)) listenSetup {
 
 	runner := agent.NewRunner(execConfig(change), openJournal(t, t.TempDir(), nil), testLogger(t))
 	registry := prometheus.NewRegistry()
-	srv := agent.NewServer(runner, testLogger(t))
+	srv := agent.NewServer("web-1", runner, testLogger(t))
 	srv.Metrics = identity.NewMetrics(registry)
 	gs := agent.NewGRPCServer(srv, creds)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
