@@ -200,6 +200,10 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Guard, extra ...grpc.ServerOption) (*grpc.Server, error) {
 	if cfg.Insecure {
 		logger.Warn("gRPC is serving plaintext without client authentication (grpc.insecure = true): development only")
+		if cfg.RemotePlaintext() {
+			logger.Warn("plaintext link allowed off loopback, unsafe: any caller acts as a thorax",
+				"key", "grpc.insecure_allow_remote", "address", cfg.Listen)
+		}
 		return grpc.NewServer(append(extra, rpclimit.ServerOptions()...)...), nil
 	}
 	tlsCfg, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath, Logger: logger})

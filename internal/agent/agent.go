@@ -57,6 +57,10 @@ func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, m *Metrics)
 		if cfg.Thorax.Insecure {
 			logger.WarnContext(ctx, "calling thorax in plaintext: thorax.insecure is set, for development only")
 		}
+		if cfg.Thorax.RemotePlaintext() {
+			logger.WarnContext(ctx, "plaintext link allowed off loopback, unsafe: no identity checked on it",
+				"key", "thorax.insecure_allow_remote", "address", cfg.Thorax.Address)
+		}
 		p, err := NewPoller(cfg, runner, logger)
 		if err != nil {
 			return err
@@ -96,6 +100,10 @@ func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, metrics 
 	}
 	if cfg.Listen.Insecure {
 		logger.WarnContext(ctx, "serving thorax in plaintext: listen.insecure is set, for development only")
+	}
+	if cfg.Listen.RemotePlaintext() {
+		logger.WarnContext(ctx, "plaintext link allowed off loopback, unsafe: anyone who reaches it runs commands on this host",
+			"key", "listen.insecure_allow_remote", "address", cfg.Listen.Address)
 	}
 	lis, err := net.Listen("tcp", cfg.Listen.Address)
 	if err != nil {

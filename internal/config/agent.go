@@ -171,9 +171,11 @@ func (c Agent) Validate() error {
 	case ModePoll:
 		p.dialAddress("thorax.address", c.Thorax.Address)
 		c.Thorax.TLS.validate(&p, "thorax")
+		c.Thorax.TLS.validatePlaintext(&p, "thorax", "thorax.address", c.Thorax.Address)
 	case ModeListen:
 		p.listenAddress("listen.address", c.Listen.Address)
 		c.Listen.TLS.validate(&p, "listen")
+		c.Listen.TLS.validatePlaintext(&p, "listen", "listen.address", c.Listen.Address)
 		c.Listen.validateNames(&p)
 	case "":
 		p.add("mode", "required (poll or listen)")

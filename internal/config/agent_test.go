@@ -63,6 +63,7 @@ allowed_client_names = ["thorax-a"]
 	noNames.Listen.AllowedClientNames = nil
 	require.NoError(t, noNames.Validate())
 	insecure := validAgent(config.ModeListen)
+	insecure.Listen.Address = "127.0.0.1:9191" // plaintext stays on loopback
 	insecure.Listen.Insecure = true
 	insecure.Listen.AllowedClientNames = nil
 	require.NoError(t, insecure.Validate())
@@ -77,7 +78,7 @@ name = "web-1"
 mode = "poll"
 
 [thorax]
-address = "thorax:9190"
+address = "127.0.0.1:9190"
 insecure = true
 
 [journal]

@@ -97,8 +97,16 @@ type TLS struct {
 	CertPath string `toml:"cert_path"`
 	KeyPath  string `toml:"key_path"`
 	// Insecure is the explicit development switch for plaintext: no
-	// certificates are loaded and none are required.
+	// certificates are loaded and none are required, so the link has no
+	// identities. It is refused unless the link's address is loopback, or
+	// InsecureAllowRemote is set too.
 	Insecure bool `toml:"insecure"`
+	// InsecureAllowRemote permits Insecure on an address that is not loopback.
+	// Unsafe: whoever reaches the address (or sits on the path) speaks for the
+	// other side with no certificate, and everything crosses in clear; a
+	// listen agent's port becomes a remote shell. The process logs a warning
+	// when it is used.
+	InsecureAllowRemote bool `toml:"insecure_allow_remote"`
 }
 
 func (t TLS) validate(p *problems, section string) {
@@ -121,6 +129,7 @@ type Listener struct {
 func (l Listener) validate(p *problems, section string) {
 	p.listenAddress(section+".listen", l.Listen)
 	l.TLS.validate(p, section)
+	l.TLS.validatePlaintext(p, section, section+".listen", l.Listen)
 }
 
 // Endpoint is an address to dial or to listen on, with its TLS.

@@ -494,7 +494,7 @@ env = "staging"
 zone = "a"
 
 [listen]
-address = ":9191"
+address = "127.0.0.1:9191"
 insecure = true
 `), env(map[string]string{
 		"MANTIS_LABELS":               "env=prod, team = payments",

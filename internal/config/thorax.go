@@ -105,6 +105,7 @@ func (c Thorax) Validate() error {
 	c.Log.validate(&p)
 	p.dialAddress("mandible.address", c.Mandible.Address)
 	c.Mandible.TLS.validate(&p, "mandible")
+	c.Mandible.TLS.validatePlaintext(&p, "mandible", "mandible.address", c.Mandible.Address)
 	c.Queue.validate(&p)
 	p.positive("polling.max_held_commands", int64(c.Polling.MaxHeldCommands))
 	c.Agents.validate(&p)

@@ -22,7 +22,7 @@ func TestTracingIsOffByDefaultAndReadsFileAndEnvironment(t *testing.T) {
 name = "web-1"
 mode = "poll"
 [thorax]
-address = "thorax:9190"
+address = "127.0.0.1:9190"
 insecure = true
 [tracing]
 endpoint = "http://collector:4318/v1/traces"

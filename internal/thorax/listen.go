@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -23,9 +24,12 @@ import (
 // that target, so the connection of one target is never used for another.
 type agentConns struct {
 	credsFor func(target string) credentials.TransportCredentials
-	extra    []grpc.DialOption // the metrics interceptors
-	mu       sync.Mutex
-	conns    map[agentKey]*grpc.ClientConn
+	// loopbackOnly refuses addresses off loopback: agents.insecure without
+	// agents.insecure_allow_remote.
+	loopbackOnly bool
+	extra        []grpc.DialOption // the metrics interceptors
+	mu           sync.Mutex
+	conns        map[agentKey]*grpc.ClientConn
 }
 
 // agentKey is the target a connection calls and the address it dials.
@@ -39,6 +43,9 @@ func newAgentConns(credsFor func(target string) credentials.TransportCredentials
 func (a *agentConns) client(target, addr string) (mantisv1.AgentServiceClient, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.loopbackOnly && !config.LoopbackAddress(addr) {
+		return nil, fmt.Errorf("calling %q in plaintext: not a loopback address, and agents.insecure_allow_remote is not set", addr)
+	}
 	key := agentKey{target: target, addr: addr}
 	conn, ok := a.conns[key]
 	if !ok {

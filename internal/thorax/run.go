@@ -80,6 +80,14 @@ func (t *Thorax) warnInsecure(ctx context.Context) {
 	if t.cfg.Agents.Insecure {
 		t.logger.WarnContext(ctx, "agent link is plaintext without certificates (agents.insecure = true): development only")
 	}
+	if t.cfg.Mandible.RemotePlaintext() {
+		t.logger.WarnContext(ctx, "plaintext link allowed off loopback, unsafe: no identity checked on it",
+			"key", "mandible.insecure_allow_remote", "address", t.cfg.Mandible.Address)
+	}
+	if t.cfg.Agents.RemotePlaintext() {
+		t.logger.WarnContext(ctx, "plaintext link allowed off loopback, unsafe: no identity checked on it",
+			"key", "agents.insecure_allow_remote", "address", t.cfg.Agents.Listen)
+	}
 }
 
 // serveRegistered runs the loops of a registered instance (heartbeats, fetching,

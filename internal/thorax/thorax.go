@@ -195,6 +195,7 @@ func New(cfg config.Thorax, logger *slog.Logger) (*Thorax, error) {
 		}
 	}
 	t.agents = newAgentConns(t.agentCreds, t.metrics.rpc.DialOptions()...)
+	t.agents.loopbackOnly = cfg.Agents.Insecure && !cfg.Agents.InsecureAllowRemote
 	// Outermost, so that calls the guard refuses are counted too.
 	t.serverOpts = append(t.metrics.rpc.ServerOptions(), t.serverOpts...)
 	return t, nil
