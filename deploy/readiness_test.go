@@ -18,6 +18,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/devstack"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
@@ -170,7 +171,9 @@ func TestAgentUnitReportsReadyWhenListening(t *testing.T) {
 	require.NoError(t, err)
 	port, err := devstack.FreePort(false)
 	require.NoError(t, err)
-	cert, key := certs.Pair("agent")
+	// A listen agent serves a pair naming its own target, as Thorax requires.
+	cert, key, err := certs.Issue(identity.RoleAgent, "readiness-1", []string{"localhost", "127.0.0.1"})
+	require.NoError(t, err)
 	cfg := filepath.Join(t.TempDir(), "agent.toml")
 	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
 name = "readiness-1"

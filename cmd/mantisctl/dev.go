@@ -78,7 +78,14 @@ func newDevCertsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "certs",
 		Short: "Write a development CA and certificate pairs for Mandible, the broker, Thorax, agents and clients",
-		Args:  cobra.NoArgs,
+		Long: `Write a development CA and certificate pairs for Mandible, the broker, Thorax, agents and clients.
+
+Each certificate names a role and a name (spiffe://mantis/<role>/<name>). The shared
+"agent" pair speaks only for a target called "agent": give every agent, poll or
+listen, a pair of its own with --issue agent/<target>. Thorax calls a listen target
+only at a server whose certificate names that target, and a listen agent refuses to
+start with a certificate naming another.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b, err := devcerts.Generate(dir, hosts)
 			if err != nil {

@@ -98,6 +98,9 @@ func serveListen(ctx context.Context, cfg config.Agent, runner *Runner, metrics 
 	if err != nil {
 		return err
 	}
+	if err := CheckListenIdentity(cfg); err != nil {
+		return err
+	}
 	if cfg.Listen.Insecure {
 		logger.WarnContext(ctx, "serving thorax in plaintext: listen.insecure is set, for development only")
 	}
