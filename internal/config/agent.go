@@ -92,7 +92,9 @@ func stateBase() string {
 }
 
 // AgentListen is the server a listen-mode agent serves: its address and TLS,
-// and whom it accepts.
+// and whom it accepts. Its certificate must be the agent of the configured
+// name (spiffe://mantis/agent/<name>): Thorax calls a target only at a server
+// whose certificate names it, and the agent runs only commands for its name.
 type AgentListen struct {
 	Endpoint
 	// AllowedClientNames, when set, narrows the Thorax certificates accepted

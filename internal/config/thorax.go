@@ -29,7 +29,9 @@ type Thorax struct {
 // the listener; Thorax calls listen-mode agents with the same files: it
 // presents the same certificate pair (the "thorax" pair, valid for server and
 // client authentication) and verifies the agent's server certificate against
-// the same CA. Insecure turns both directions to plaintext.
+// the same CA, and that it names the target called
+// (spiffe://mantis/agent/<target>). Insecure turns both directions to
+// plaintext, on loopback only unless InsecureAllowRemote is set.
 type ThoraxAgents struct {
 	Listener
 	// MaxConcurrentCalls bounds the listen-mode RunCommand calls in flight
