@@ -49,6 +49,10 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		writeInputError(w, r, &schema.InputError{Problems: problems})
 		return
 	}
+	overridden, ok := s.targetsFreezeGate(w, r, requestTargets(reqs))
+	if !ok {
+		return
+	}
 	out, err := schema.EnqueueDispatchRequests(r.Context(), s.db, reqs)
 	var inputErr *schema.InputError
 	if errors.As(err, &inputErr) {
@@ -58,6 +62,9 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
+	}
+	for _, f := range overridden {
+		s.logger.WarnContext(r.Context(), "freeze overridden for dispatch requests", "freeze", f.Name, "requests", len(out), "actor", actor(r))
 	}
 	s.logger.InfoContext(r.Context(), "dispatch requests enqueued", "requests", len(out), "actor", actor(r))
 	api.WriteJSON(w, http.StatusAccepted, enqueueAnswerOf(out))
@@ -85,4 +92,17 @@ func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 		resp.Next = "/api/v1/dispatch-requests?" + withBefore(q, views[len(views)-1].ID)
 	}
 	api.WriteJSON(w, http.StatusOK, resp)
+}
+
+// requestTargets returns the targets named by reqs, each once.
+func requestTargets(reqs []schema.NewDispatchRequest) []string {
+	seen := make(map[string]bool, len(reqs))
+	var out []string
+	for _, r := range reqs {
+		if !seen[r.Target] {
+			seen[r.Target] = true
+			out = append(out, r.Target)
+		}
+	}
+	return out
 }

@@ -66,18 +66,43 @@ func (s *server) deleteFreeze(w http.ResponseWriter, r *http.Request) {
 // reason, or 403 for an override asked without an admin token. When an admin
 // overrides, it returns the freezes overridden, for the caller to record.
 func (s *server) freezeGate(w http.ResponseWriter, r *http.Request, d spec.Deployment) (overridden []api.BlockingFreeze, ok bool) {
-	override, ok := boolQuery(w, r, api.QueryOverrideFreeze)
+	override, ok := s.overrideAsked(w, r)
 	if !ok {
 		return nil, false
 	}
-	if override {
-		if t, _ := TokenFrom(r.Context()); !t.Scope.Covers(apitoken.ScopeAdmin) {
-			api.WriteError(w, r, http.StatusForbidden, api.CodeForbidden,
-				fmt.Sprintf("%s=true needs scope admin; token %q holds scope %s", api.QueryOverrideFreeze, t.Name, t.Scope))
-			return nil, false
-		}
-	}
 	blocking, err := s.blockingFreezes(r, d)
+	return s.decideFreeze(w, r, "deployment", override, blocking, err)
+}
+
+// targetsFreezeGate is freezeGate for commands on named targets (raw dispatch
+// requests): a freeze holds whatever the entry point, with the same override.
+func (s *server) targetsFreezeGate(w http.ResponseWriter, r *http.Request, targets []string) (overridden []api.BlockingFreeze, ok bool) {
+	override, ok := s.overrideAsked(w, r)
+	if !ok {
+		return nil, false
+	}
+	blocking, err := schema.BlockingFreezes(r.Context(), s.db, targets, time.Now())
+	return s.decideFreeze(w, r, "dispatch requests", override, blocking, err)
+}
+
+// overrideAsked reads override_freeze, answering 400 for a bad value and 403 when
+// the token asking is not an admin's.
+func (s *server) overrideAsked(w http.ResponseWriter, r *http.Request) (override, ok bool) {
+	override, ok = boolQuery(w, r, api.QueryOverrideFreeze)
+	if !ok || !override {
+		return false, ok
+	}
+	if t, _ := TokenFrom(r.Context()); !t.Scope.Covers(apitoken.ScopeAdmin) {
+		api.WriteError(w, r, http.StatusForbidden, api.CodeForbidden,
+			fmt.Sprintf("%s=true needs scope admin; token %q holds scope %s", api.QueryOverrideFreeze, t.Name, t.Scope))
+		return false, false
+	}
+	return true, true
+}
+
+// decideFreeze answers what, blocked by blocking (or err reading them), with 409
+// unless an admin overrides; it returns the freezes overridden.
+func (s *server) decideFreeze(w http.ResponseWriter, r *http.Request, what string, override bool, blocking []api.BlockingFreeze, err error) ([]api.BlockingFreeze, bool) {
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return nil, false
@@ -88,7 +113,7 @@ func (s *server) freezeGate(w http.ResponseWriter, r *http.Request, d spec.Deplo
 	if override {
 		return blocking, true
 	}
-	writeFrozen(w, r, blocking)
+	writeFrozen(w, r, what, blocking)
 	return nil, false
 }
 
@@ -103,7 +128,7 @@ func (s *server) blockingFreezes(r *http.Request, d spec.Deployment) ([]api.Bloc
 
 // writeFrozen answers 409 naming every blocking freeze and its reason, one field
 // entry per freeze ("freezes.<name>").
-func writeFrozen(w http.ResponseWriter, r *http.Request, blocking []api.BlockingFreeze) {
+func writeFrozen(w http.ResponseWriter, r *http.Request, what string, blocking []api.BlockingFreeze) {
 	names := make([]string, len(blocking))
 	fields := make([]api.FieldProblem, len(blocking))
 	for i, f := range blocking {
@@ -111,7 +136,7 @@ func writeFrozen(w http.ResponseWriter, r *http.Request, blocking []api.Blocking
 		fields[i] = api.FieldProblem{Field: "freezes." + f.Name, Problem: f.Reason}
 	}
 	api.WriteError(w, r, http.StatusConflict, api.CodeFrozen,
-		fmt.Sprintf("deployment refused by active freeze %s; an admin token may pass %s=true", strings.Join(names, ", "), api.QueryOverrideFreeze),
+		fmt.Sprintf("%s refused by active freeze %s; an admin token may pass %s=true", what, strings.Join(names, ", "), api.QueryOverrideFreeze),
 		fields...)
 }
 
