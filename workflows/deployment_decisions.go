@@ -27,6 +27,9 @@ const (
 	// DecisionNotApprover is the error type of an Update from a token the step's
 	// approvers do not name (the API answers 403).
 	DecisionNotApprover = "DecisionNotApprover"
+	// DecisionSelfApproval is the error type of an approve from the deployment's
+	// own author on a step that does not allow it (the API answers 403).
+	DecisionSelfApproval = "DecisionSelfApproval"
 	// DecisionInvalid is the error type of an Update whose input is malformed.
 	DecisionInvalid = "DecisionInvalid"
 	// maxDeciderName bounds an Update's "by", an API token's name.
@@ -41,10 +44,12 @@ const humanDecisionsChange = "human-decisions"
 const humanDecisionsVersion workflow.Version = 1
 
 // DecisionInput is every decision Update's argument: the deciding API token's name
-// and a comment.
+// and a comment. Author is set by the API when By is the token that created the
+// deployment, so that an approval step refuses the author's approve.
 type DecisionInput struct {
 	By      string `json:"by"`
 	Comment string `json:"comment,omitempty"`
+	Author  bool   `json:"author,omitempty"`
 }
 
 // Wait is what a deployment waits for a person to decide, carried in
@@ -126,7 +131,22 @@ func (d *deciding) validate(name string, in DecisionInput) error {
 	if w := d.p.Waiting; w != nil && w.Kind != events.WaitPaused && len(w.Approvers) > 0 && !slices.Contains(w.Approvers, in.By) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not among the approvers of step %d (%v)", in.By, w.Step, w.Approvers), DecisionNotApprover, nil)
 	}
+	if name == api.DecisionApprove && in.Author && !d.allowsSelfApproval() {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"%q created this deployment and may not approve it: step %d does not set allow_self_approval", in.By, d.p.Waiting.Step), DecisionSelfApproval, nil)
+	}
 	return nil
+}
+
+// allowsSelfApproval reports whether the step waiting for an approval lets the
+// deployment's author approve it. A validator records nothing in the history (a
+// refused Update leaves no event), so this check needs no workflow version.
+func (d *deciding) allowsSelfApproval() bool {
+	w := d.p.Waiting
+	if w == nil || w.Step < 0 || w.Step >= len(d.steps) {
+		return false
+	}
+	return d.steps[w.Step].AllowSelfApproval
 }
 
 // notExpected says why the deployment does not wait for decision now, or "" when it

@@ -34,7 +34,7 @@ func decideInConsole(t *testing.T, b *browser, poll, listen string) {
 	marker := filepath.Join(os.TempDir(), uniqueName("console-retry"))
 	t.Cleanup(func() { _ = os.RemoveAll(marker) })
 	spec := fmt.Sprintf("name: console-decisions\ntargets: [%s, %s]\nsteps:\n"+
-		"  - name: go-ahead\n    kind: approval\n"+
+		"  - name: go-ahead\n    kind: approval\n    allow_self_approval: true\n"+
 		"  - name: risky\n    on_failure: ask\n"+
 		"    command: if mkdir %s 2>/dev/null; then echo first run fails; exit 3; fi; echo retried\n", poll, listen, marker)
 	b.open("/ui/deployments/new")

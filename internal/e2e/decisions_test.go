@@ -50,7 +50,7 @@ func TestApprovalAndRetryOfAFailedStepOnRealAgents(t *testing.T) {
 	r := s.mandible.replica
 	dir := t.TempDir()
 	spec := fmt.Sprintf(`{"name":"gated","targets":[%q,%q],"steps":[
-		{"name":"go-ahead","kind":"approval","approvers":[%q],"timeout":"1h"},
+		{"name":"go-ahead","kind":"approval","approvers":[%q],"timeout":"1h","allow_self_approval":true},
 		{"name":"flaky","command":"echo run >> %s/runs; mkdir %s/lock 2>/dev/null && exit 3; echo ok","on_failure":"ask","approvers":[%q]},
 		{"name":"after","command":"echo after"}]}`,
 		s.poll.Name, s.listen.Name, legacyTokenName, dir, dir, legacyTokenName)

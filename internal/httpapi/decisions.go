@@ -70,7 +70,7 @@ func (s *server) decide(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	handle, err := s.temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: workflows.DeploymentWorkflowID(d.ID.String()), UpdateName: req.Decision,
-		Args:         []any{workflows.DecisionInput{By: actor(r), Comment: req.Comment}},
+		Args:         []any{workflows.DecisionInput{By: actor(r), Comment: req.Comment, Author: isAuthor(r, d)}},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	var rec api.Decision
@@ -83,6 +83,11 @@ func (s *server) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logger.InfoContext(r.Context(), "deployment decision taken", "deployment_id", d.ID, "decision", rec.Decision, "actor", rec.By)
 	api.WriteJSON(w, http.StatusOK, rec)
+}
+
+// isAuthor reports whether the token deciding is the one that created d.
+func isAuthor(r *http.Request, d schema.DeploymentView) bool {
+	return d.CreatedBy != nil && *d.CreatedBy != "" && *d.CreatedBy == actor(r)
 }
 
 // validDecision refuses, answering 400, a decision that is not one of
@@ -101,13 +106,13 @@ func validDecision(w http.ResponseWriter, r *http.Request, req api.DecisionReque
 }
 
 // writeDecisionError answers a refused or failed Update: 403 for a token the step's
-// approvers do not name, 409 for a decision the deployment does not wait for (or a
+// approvers do not name or the author's approve of a step that does not allow it, 409 for a decision the deployment does not wait for (or a
 // workflow that has ended), 400 for a malformed one, 500 otherwise.
 func (s *server) writeDecisionError(w http.ResponseWriter, r *http.Request, decision string, err error) {
 	var appErr *temporal.ApplicationError
 	var notFound *serviceerror.NotFound
 	switch {
-	case errors.As(err, &appErr) && appErr.Type() == workflows.DecisionNotApprover:
+	case errors.As(err, &appErr) && (appErr.Type() == workflows.DecisionNotApprover || appErr.Type() == workflows.DecisionSelfApproval):
 		api.WriteError(w, r, http.StatusForbidden, api.CodeForbidden, appErr.Message())
 	case errors.As(err, &appErr) && appErr.Type() == workflows.DecisionNotExpected:
 		api.WriteError(w, r, http.StatusConflict, api.CodeNotWaiting, appErr.Message())

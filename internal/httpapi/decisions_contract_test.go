@@ -47,11 +47,12 @@ func (approvalStandIn) RecordDecision(_ context.Context, in activities.RecordDec
 
 // decisionExchanges creates a deployment whose first step is an approval, runs its
 // workflow on a worker with stand-in activities, and takes decisions through the
-// document: refusals first, then an approval.
+// document: refusals first (the author's own approve among them), then another
+// token's approval.
 func (b *contractBundle) decisionExchanges(t *testing.T) {
 	t.Helper()
-	R, D := contractRead, contractDeploy
-	gated := `{"name":"gated","targets":["web-1"],"steps":[{"name":"ok","kind":"approval","approvers":["ci"]},{"name":"s","command":"true"}]}`
+	R, D, A := contractRead, contractDeploy, contractAdmin
+	gated := `{"name":"gated","targets":["web-1"],"steps":[{"name":"ok","kind":"approval","approvers":["ci","ops"]},{"name":"s","command":"true"}]}`
 	var created api.CreatedDeployment
 	require.NoError(t, json.Unmarshal(b.call(t, exchange{method: "POST", path: "/api/v1/deployments", token: D, body: gated, want: 202}), &created))
 	c := runStandInWorker(t, created.ID.String())
@@ -63,7 +64,8 @@ func (b *contractBundle) decisionExchanges(t *testing.T) {
 		{method: "POST", path: path, token: D, body: `{"decision":"approve","extra":1}`, want: 400, invalid: true},
 		{method: "POST", path: path, token: R, body: `{"decision":"approve"}`, want: 403},
 		{method: "POST", path: "/api/v1/deployments/00000000-0000-0000-0000-000000000001/decisions", token: D, body: `{"decision":"approve"}`, want: 404},
-		{method: "POST", path: path, token: D, body: `{"decision":"approve","comment":"reviewed"}`, want: 200},
+		{method: "POST", path: path, token: D, body: `{"decision":"approve","comment":"my own"}`, want: 403},
+		{method: "POST", path: path, token: A, body: `{"decision":"approve","comment":"reviewed"}`, want: 200},
 		{method: "GET", path: path, token: R, want: 200},
 		{method: "GET", path: "/api/v1/deployments/not-a-uuid/decisions", token: R, want: 400},
 	} {

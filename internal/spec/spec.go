@@ -46,6 +46,10 @@ type Step struct {
 	// OnTimeout is what an approval step decides when nobody did: "reject" (the
 	// default) or "approve".
 	OnTimeout string `json:"on_timeout,omitempty"`
+	// AllowSelfApproval lets the token that created the deployment approve the
+	// approvals this step waits for (an approval step, or its rollout's batches).
+	// Unset, the author's approve is refused: an approval is a second person's.
+	AllowSelfApproval bool `json:"allow_self_approval,omitempty"`
 	// OnFailure "ask" makes a failed step wait for a person to retry it on its failed
 	// targets, skip it, or abort the deployment.
 	OnFailure string `json:"on_failure,omitempty"`
