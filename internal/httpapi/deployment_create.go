@@ -63,7 +63,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request, d spec.Deploymen
 		return api.CreatedDeployment{}, 0, false
 	}
 	if !created {
-		same, err := s.sameSpec(id, view.Spec, d)
+		same, err := sameSpec(id, view.Spec, d)
 		if err != nil {
 			writeServerError(w, r, s.logger, err)
 			return api.CreatedDeployment{}, 0, false

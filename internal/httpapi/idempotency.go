@@ -3,21 +3,20 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/spec"
 )
 
 // The idempotency of POST /api/v1/deployments: a key, from the Idempotency-Key header
 // or the spec's idempotency_key (both set, they must agree), names at most one
 // deployment. The same key with the same spec answers 200 with that deployment; with
-// another spec it is refused with 409, and nothing is started.
+// another spec it is refused with 409, and nothing is started. Secret env values take
+// no part in "the same": only their names do.
 
 // withIdempotencyKey sets d's idempotency key from the request's header, answering
 // 400 itself when the header and the spec disagree or the key is not storable.
@@ -41,29 +40,19 @@ func withIdempotencyKey(w http.ResponseWriter, r *http.Request, d spec.Deploymen
 }
 
 // sameSpec reports whether stored, the spec of deployment id as it was stored (its
-// secrets sealed for id), is d.
-func (s *server) sameSpec(id uuid.UUID, stored json.RawMessage, d spec.Deployment) (bool, error) {
+// secrets sealed for id), is d. Secret env is compared by name only and never
+// opened: were the values compared, a create under another deployment's key would
+// answer 200 for a right guess of its secret and 409 for a wrong one.
+func sameSpec(id uuid.UUID, stored json.RawMessage, d spec.Deployment) (bool, error) {
 	var was spec.Deployment
 	if err := json.Unmarshal(stored, &was); err != nil {
 		return false, fmt.Errorf("reading the stored spec of deployment %s: %w", id, err)
 	}
-	for i, st := range was.Steps {
-		for name, v := range st.EnvSecret {
-			opened, err := secretenv.Open(s.secrets, id.String(), name, v)
-			if errors.Is(err, secretenv.ErrNoKeyring) {
-				return false, nil // d has no secrets, or it would have been refused
-			}
-			if err != nil {
-				return false, fmt.Errorf("opening the stored spec of deployment %s: %w", id, err)
-			}
-			was.Steps[i].EnvSecret[name] = opened
-		}
-	}
-	a, err := canonicalSpec(was)
+	a, err := canonicalSpec(was.RedactSecrets())
 	if err != nil {
 		return false, err
 	}
-	b, err := canonicalSpec(d)
+	b, err := canonicalSpec(d.RedactSecrets())
 	if err != nil {
 		return false, err
 	}

@@ -60,8 +60,8 @@ func TestCreateDeploymentIdempotencyKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "the body's key is the same key: %v", inBody)
 	require.Equal(t, first["id"], inBody["id"])
 
-	otherSecret := strings.Replace(secretSpec, "s3cret-value", "another-value", 1)
-	code, conflict := b.createWithKey(t, "release-1", "application/json", otherSecret)
+	otherSpec := strings.Replace(secretSpec, `"PLAIN":"visible"`, `"PLAIN":"changed"`, 1)
+	code, conflict := b.createWithKey(t, "release-1", "application/json", otherSpec)
 	require.Equal(t, http.StatusConflict, code, "%v", conflict)
 	require.Equal(t, string(api.CodeIdempotencyConflict), conflict["code"])
 	require.Contains(t, conflict["detail"], first["id"])
