@@ -30,10 +30,6 @@ const (
 	StaticPrefix = Prefix + "/static/"
 )
 
-// contentSecurityPolicy lets a page load only this server's script, style and data.
-const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-
 //go:embed templates/*.html
 var templateFiles embed.FS
 
@@ -153,11 +149,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, nam
 // securityHeaders sets the headers every console answer carries.
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("Content-Security-Policy", contentSecurityPolicy)
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "same-origin")
-		hd.Set("X-Frame-Options", "DENY")
+		httpapi.SetPageSecurityHeaders(w.Header())
 		h.ServeHTTP(w, r)
 	})
 }

@@ -91,7 +91,11 @@ func codecCall(t *testing.T, r *replica, payloads []*commonpb.Payload, mutate fu
 // session cookie it sets.
 func signIn(t *testing.T, r *replica) *http.Cookie {
 	t.Helper()
-	resp, err := http.PostForm("http://"+r.HTTPAddr+httpapi.SignInPath, url.Values{"token": {apiToken}})
+	req, err := http.NewRequest(http.MethodPost, "http://"+r.HTTPAddr+httpapi.SignInPath, strings.NewReader(url.Values{"token": {apiToken}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+r.HTTPAddr) // the sign-in page's own origin, as a browser sends it
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

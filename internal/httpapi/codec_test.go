@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -120,13 +119,13 @@ func TestCodecEndpointDecodesForASignedInUI(t *testing.T) {
 	t.Parallel()
 	s := setupCodec(t)
 
-	resp, err := http.PostForm(s.srv.URL+"/signin", url.Values{"token": {"wrong-token-wrong-token"}})
+	resp, err := postSignIn(s.srv.URL, s.srv.URL, "wrong-token-wrong-token")
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	require.Empty(t, resp.Cookies())
 
-	resp, err = http.PostForm(s.srv.URL+"/signin", url.Values{"token": {codecToken}})
+	resp, err = postSignIn(s.srv.URL, s.srv.URL, codecToken)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -198,7 +197,7 @@ func TestCodecEndpointPassesPlainPayloadsThrough(t *testing.T) {
 // signIn posts secret to the sign-in page and returns the session cookie it sets.
 func (s codecSetup) signIn(t *testing.T, secret string) *http.Cookie {
 	t.Helper()
-	resp, err := http.PostForm(s.srv.URL+"/signin", url.Values{"token": {secret}})
+	resp, err := postSignIn(s.srv.URL, s.srv.URL, secret)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -234,7 +233,7 @@ func TestCodecSessionEndsWhenItsTokenIsRevoked(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, s.decode(t, body, fromUI).StatusCode, "token removed")
 	resp := s.decode(t, body, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+codecToken) })
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "bearer of the removed token")
-	resp, err := http.PostForm(s.srv.URL+"/signin", url.Values{"token": {codecToken}})
+	resp, err := postSignIn(s.srv.URL, s.srv.URL, codecToken)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "signing in again with the removed token")

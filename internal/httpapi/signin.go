@@ -94,40 +94,69 @@ var signInPage = template.Must(template.New("signin").Parse(`<!doctype html>
 type signInView struct{ Name, Problem string }
 
 // signInHandler serves the sign-in page: GET shows the form, POST takes an API token and
-// answers with a session cookie (HttpOnly, SameSite, Secure over TLS).
+// answers with a session cookie (HttpOnly, SameSite, Secure over TLS). Every answer
+// carries the console's page headers (no framing, a strict CSP); a POST is taken only
+// from this server's own page (SameOrigin).
 func signInHandler(opts CodecOptions, sessions sessionSigner) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		SetPageSecurityHeaders(w.Header())
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		switch r.Method {
 		case http.MethodGet:
 			_ = signInPage.Execute(w, signInView{})
 		case http.MethodPost:
-			r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-			var t apitoken.Token
-			ok := false
-			if opts.Keys != nil && r.ParseForm() == nil {
-				t, ok = opts.Keys.Lookup(r.PostFormValue("token"))
-			}
-			if !ok {
-				opts.Logger.WarnContext(r.Context(), "sign-in refused")
-				w.WriteHeader(http.StatusUnauthorized)
-				_ = signInPage.Execute(w, signInView{Problem: "unknown token"})
-				return
-			}
-			value, expires := sessions.issue(sessionPayload(t))
-			secure := opts.Secure || r.TLS != nil
-			cookie := &http.Cookie{Name: SessionCookie, Value: value, Path: "/", Expires: expires,
-				HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
-			if secure {
-				cookie.SameSite = http.SameSiteNoneMode // the UI may live on another site; CORS guards the origin
-			}
-			http.SetCookie(w, cookie)
-			opts.Logger.InfoContext(r.Context(), "signed in", "token", t.Name)
-			_ = signInPage.Execute(w, signInView{Name: t.Name})
+			signIn(w, r, opts, sessions)
 		default:
 			w.Header().Set("Allow", "GET, POST")
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		}
 	}
+}
+
+// signIn takes the sign-in form's token and sets the session cookie.
+func signIn(w http.ResponseWriter, r *http.Request, opts CodecOptions, sessions sessionSigner) {
+	if !SameOrigin(r) {
+		opts.Logger.WarnContext(r.Context(), "sign-in refused", "reason", "origin", "origin", r.Header.Get("Origin"))
+		w.WriteHeader(http.StatusForbidden)
+		_ = signInPage.Execute(w, signInView{Problem: "sign in from this server's own sign-in page"})
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
+	var t apitoken.Token
+	ok := false
+	if opts.Keys != nil && r.ParseForm() == nil {
+		t, ok = opts.Keys.Lookup(r.PostFormValue("token"))
+	}
+	if !ok {
+		opts.Logger.WarnContext(r.Context(), "sign-in refused", "reason", "unknown token", "remote_addr", r.RemoteAddr)
+		w.WriteHeader(http.StatusUnauthorized)
+		_ = signInPage.Execute(w, signInView{Problem: "unknown token"})
+		return
+	}
+	value, expires := sessions.issue(sessionPayload(t))
+	secure := opts.Secure || r.TLS != nil
+	cookie := &http.Cookie{Name: SessionCookie, Value: value, Path: "/", Expires: expires,
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
+	if secure {
+		cookie.SameSite = http.SameSiteNoneMode // the UI may live on another site; CORS guards the origin
+	}
+	http.SetCookie(w, cookie)
+	opts.Logger.InfoContext(r.Context(), "signed in", "token", t.Name)
+	_ = signInPage.Execute(w, signInView{Name: t.Name})
+}
+
+// PageContentSecurityPolicy lets a page load only its own server's script, style and
+// data, post forms only there, and be framed by nobody.
+const PageContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// SetPageSecurityHeaders sets the headers every HTML page Mandible serves carries
+// (the console's and the codec's sign-in page): the CSP, no framing, no sniffing,
+// and no Referer to other origins.
+func SetPageSecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", PageContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
 }
