@@ -12,17 +12,18 @@ import (
 
 // withCodecEndpoint serves the payload codec's endpoint and its sign-in page next to
 // api, when payloads are encrypted; api alone otherwise.
-func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, keys *apitoken.Keyring, sessions *httpapi.Sessions, logger *slog.Logger) http.Handler {
+func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, keys *apitoken.Keyring, sessions *httpapi.Sessions, limiter *httpapi.AuthLimiter, logger *slog.Logger) http.Handler {
 	if c == nil {
 		return api
 	}
 	endpoint := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
-		Codec:      c,
-		Keys:       keys,
-		UIURL:      cfg.Temporal.UIURL,
-		SessionKey: c.DeriveKey("codec endpoint sessions"),
-		Logger:     logger,
-		Console:    sessions,
+		Codec:       c,
+		Keys:        keys,
+		UIURL:       cfg.Temporal.UIURL,
+		SessionKey:  c.DeriveKey("codec endpoint sessions"),
+		Logger:      logger,
+		Console:     sessions,
+		AuthLimiter: limiter,
 	})
 	mux := http.NewServeMux()
 	mux.Handle(httpapi.CodecPrefix+"/", endpoint)

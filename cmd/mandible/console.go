@@ -26,8 +26,8 @@ func consoleSessions(c *codec.Codec, keys *apitoken.Keyring, logger *slog.Logger
 }
 
 // withConsole serves the operator's console under console.Prefix next to h.
-func withConsole(h http.Handler, sessions *httpapi.Sessions, keys *apitoken.Keyring, logger *slog.Logger) http.Handler {
-	ui := console.New(console.Options{Sessions: sessions, Keys: keys, Logger: logger})
+func withConsole(h http.Handler, sessions *httpapi.Sessions, keys *apitoken.Keyring, limiter *httpapi.AuthLimiter, logger *slog.Logger) http.Handler {
+	ui := console.New(console.Options{Sessions: sessions, Keys: keys, Logger: logger, AuthLimiter: limiter})
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, ui)
 	mux.Handle(console.Prefix+"/", ui)

@@ -218,6 +218,9 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Gua
 func (r *replica) newHTTP(tokens *tokenSource, events *sse.Broker) *http.Server {
 	cfg := r.cfg
 	sessions := consoleSessions(r.codec, tokens.keys, r.logger)
+	// One limiter of failed credentials per address for the API, the codec's sign-in
+	// and the console's: a guesser gains nothing by switching between them.
+	limiter := httpapi.NewAuthLimiter(httpapi.AuthLimit{})
 	api := httpapi.New(httpapi.Options{
 		Logger:           r.logger,
 		Registry:         r.registry,
@@ -234,8 +237,9 @@ func (r *replica) newHTTP(tokens *tokenSource, events *sse.Broker) *http.Server 
 		DeploymentQueue:  cfg.Temporal.DeploymentTaskQueue,
 		Secrets:          r.secrets,
 		Sessions:         sessions,
+		AuthLimiter:      limiter,
 	})
-	ui := withConsole(withCodecEndpoint(api, cfg, r.codec, tokens.keys, sessions, r.logger), sessions, tokens.keys, r.logger)
+	ui := withConsole(withCodecEndpoint(api, cfg, r.codec, tokens.keys, sessions, limiter, r.logger), sessions, tokens.keys, limiter, r.logger)
 	return &http.Server{
 		Addr:              cfg.HTTP.Listen,
 		Handler:           telemetry.HTTPHandler(ui),

@@ -46,16 +46,19 @@ const (
 	CodeInvalidState ErrorCode = "invalid_state"
 	// CodeAlreadyExists answers 409 for a create whose name is taken.
 	CodeAlreadyExists ErrorCode = "already_exists"
-	CodeUnavailable   ErrorCode = "unavailable"
-	CodeBrokerError   ErrorCode = "broker_error"
-	CodeInternal      ErrorCode = "internal"
+	// CodeRateLimited answers 429, with Retry-After, for a credential presented from
+	// an address that failed too many lately.
+	CodeRateLimited ErrorCode = "rate_limited"
+	CodeUnavailable ErrorCode = "unavailable"
+	CodeBrokerError ErrorCode = "broker_error"
+	CodeInternal    ErrorCode = "internal"
 )
 
 // ErrorCodes lists every code, in the order of the constants.
 var ErrorCodes = []ErrorCode{
 	CodeInvalidArgument, CodeInvalidJSON, CodeInvalidBody, CodeInvalidSpec, CodeTooLarge, CodeNotFound,
 	CodeAlreadyFinished, CodeUnauthenticated, CodeForbidden, CodeMethodNotAllowed, CodeIdempotencyConflict,
-	CodeFrozen, CodeNotWaiting, CodeInvalidState, CodeAlreadyExists, CodeUnavailable, CodeBrokerError, CodeInternal,
+	CodeFrozen, CodeNotWaiting, CodeInvalidState, CodeAlreadyExists, CodeRateLimited, CodeUnavailable, CodeBrokerError, CodeInternal,
 }
 
 // ProblemContentType is the media type of every error answer (RFC 9457).
@@ -81,6 +84,7 @@ var titles = map[ErrorCode]string{
 	CodeIdempotencyConflict: "Idempotency key reused with another request",
 	CodeFrozen:              "Refused by a freeze window",
 	CodeAlreadyExists:       "Already exists",
+	CodeRateLimited:         "Too many failed credentials",
 	CodeUnavailable:         "Unavailable",
 	CodeBrokerError:         "Broker error",
 	CodeInternal:            "Internal error",

@@ -44,6 +44,9 @@ type Options struct {
 	// Keys are the API tokens a sign-in may present.
 	Keys   *apitoken.Keyring
 	Logger *slog.Logger
+	// AuthLimiter refuses a sign-in from an address that failed too many lately;
+	// share the API's (a limiter of its own when nil).
+	AuthLimiter *httpapi.AuthLimiter
 }
 
 // page is what every page template is given.
@@ -72,6 +75,9 @@ type console struct {
 func New(opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.AuthLimiter == nil {
+		opts.AuthLimiter = httpapi.NewAuthLimiter(httpapi.AuthLimit{})
 	}
 	c := &console{opts: opts, pages: parsePages()}
 	static, _ := fs.Sub(staticFiles, "static")

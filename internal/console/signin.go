@@ -29,9 +29,15 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.refuseSignIn(w, r, http.StatusForbidden, "sign in from this server's own sign-in page", next)
 		return
 	}
+	if c.opts.AuthLimiter.Held(w, r) {
+		c.refuseSignIn(w, r, http.StatusTooManyRequests,
+			"too many failed sign-ins from this address; try again in "+w.Header().Get("Retry-After")+" s", next)
+		return
+	}
 	secret := strings.TrimSpace(r.PostFormValue("token"))
 	t, ok := c.opts.Keys.Lookup(secret)
 	if secret == "" || !ok {
+		c.opts.AuthLimiter.Fail(r)
 		c.refuseSignIn(w, r, http.StatusUnauthorized, "unknown API token", next)
 		return
 	}

@@ -38,6 +38,7 @@ func actor(r *http.Request) string {
 const (
 	refusedUnauthenticated = "unauthenticated"
 	refusedForbidden       = "forbidden"
+	refusedRateLimited     = "rate_limited"
 )
 
 // gate authenticates API calls and checks their scope, logging and counting every
@@ -48,12 +49,15 @@ type gate struct {
 	refusals *prometheus.CounterVec
 	// sessions, when set, admits the console's session cookie too (sessionCall).
 	sessions *Sessions
+	// limiter refuses a bearer token from an address that presented too many
+	// unknown ones lately.
+	limiter *AuthLimiter
 }
 
 func newGate(keys *apitoken.Keyring, logger *slog.Logger, reg prometheus.Registerer) *gate {
-	g := &gate{keys: keys, logger: logger, refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+	g := &gate{keys: keys, logger: logger, limiter: NewAuthLimiter(AuthLimit{}), refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mantis_http_refusals_total",
-		Help: "HTTP API calls refused: unauthenticated (no or unknown token) or forbidden (scope too narrow).",
+		Help: "HTTP API calls refused: unauthenticated (no or unknown token), forbidden (scope too narrow) or rate_limited (too many unknown tokens from the address).",
 	}, []string{"reason"})}
 	if reg != nil {
 		reg.MustRegister(g.refusals)
@@ -71,10 +75,15 @@ func (g *gate) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if ok {
+			if g.limiter.Held(w, r) {
+				g.refuseRateLimited(w, r)
+				return
+			}
 			if t, found := g.keys.Lookup(secret); found {
 				h.ServeHTTP(w, r.WithContext(WithToken(r.Context(), t)))
 				return
 			}
+			g.limiter.Fail(r)
 		} else if g.sessionCall(w, r, h) {
 			return
 		}
@@ -84,6 +93,16 @@ func (g *gate) authenticate(h http.Handler) http.Handler {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mantis"`)
 		api.WriteError(w, r, http.StatusUnauthorized, api.CodeUnauthenticated, "missing or unknown bearer token")
 	})
+}
+
+// refuseRateLimited answers 429 to a bearer token from an address the limiter
+// holds back (Retry-After is set), logging and counting it.
+func (g *gate) refuseRateLimited(w http.ResponseWriter, r *http.Request) {
+	g.refusals.WithLabelValues(refusedRateLimited).Inc()
+	g.logger.WarnContext(r.Context(), "api call refused", "reason", refusedRateLimited,
+		"method", r.Method, "path", r.URL.Path, "remote_addr", r.RemoteAddr)
+	api.WriteError(w, r, http.StatusTooManyRequests, api.CodeRateLimited,
+		"too many unknown tokens from this address; retry after "+w.Header().Get("Retry-After")+"s")
 }
 
 // needs wraps h so that it answers 403, naming the scope needed and the one held,

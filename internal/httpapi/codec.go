@@ -46,6 +46,9 @@ type CodecOptions struct {
 	Now func() time.Time
 	// Console, when set, admits the console's session cookie too.
 	Console *Sessions
+	// AuthLimiter refuses credentials from an address that failed too many lately;
+	// share the API's (a limiter of its own when nil).
+	AuthLimiter *AuthLimiter
 }
 
 // NewCodecEndpoint serves POST /codec/encode and /codec/decode to a caller holding an API
@@ -60,6 +63,9 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.AuthLimiter == nil {
+		opts.AuthLimiter = NewAuthLimiter(AuthLimit{})
 	}
 	sessions := sessionSigner{key: opts.SessionKey, ttl: opts.SessionTTL, now: opts.Now}
 	origin := originOf(opts.UIURL)
@@ -81,11 +87,18 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			api.WriteError(w, r, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, "the codec endpoint takes POST")
 			return
 		}
+		if !opts.AuthLimiter.Admit(w, r) {
+			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", refusedRateLimited, "remote_addr", r.RemoteAddr)
+			return
+		}
 		t, ok := codecCaller(r, opts.Keys, sessions)
 		if console, _, found := opts.Console.tokenOf(r); !ok && found {
 			t, ok = console, true
 		}
 		if !ok {
+			if presentsCredential(r) {
+				opts.AuthLimiter.Fail(r)
+			}
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "unauthenticated")
 			api.WriteError(w, r, http.StatusUnauthorized, api.CodeUnauthenticated, "a bearer token or a session from "+SignInPath+" is required")
 			return
@@ -109,6 +122,16 @@ func codecCaller(r *http.Request, keys *apitoken.Keyring, sessions sessionSigner
 		return sessionToken(sessions, keys, c.Value)
 	}
 	return apitoken.Token{}, false
+}
+
+// presentsCredential reports whether r carries a bearer token or a session cookie:
+// a refusal of one is a failed guess for the limiter, a bare call is not.
+func presentsCredential(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return true
+	}
+	_, err := r.Cookie(SessionCookie)
+	return err == nil
 }
 
 // corsAllowed sets the CORS headers for origin and reports whether the request may go

@@ -57,6 +57,10 @@ type Options struct {
 	// Sessions, when set, makes /api/v1 and /sse accept the console's session cookie
 	// as well as a bearer token (state-changing calls then need its CSRF token).
 	Sessions *Sessions
+	// AuthLimiter refuses bearer tokens from an address that presented too many
+	// unknown ones lately; share one with the codec endpoint and the console (a
+	// limiter of its own when nil).
+	AuthLimiter *AuthLimiter
 }
 
 type server struct {
@@ -106,6 +110,9 @@ func New(opts Options) http.Handler {
 	}
 	g := newGate(keys, s.logger, reg)
 	g.sessions = opts.Sessions
+	if opts.AuthLimiter != nil {
+		g.limiter = opts.AuthLimiter
+	}
 	apiMux := http.NewServeMux()
 	s.routeAPI(apiMux, g, opts.DLQ)
 	routeContract(apiMux)

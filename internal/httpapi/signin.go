@@ -96,7 +96,8 @@ type signInView struct{ Name, Problem string }
 // signInHandler serves the sign-in page: GET shows the form, POST takes an API token and
 // answers with a session cookie (HttpOnly, SameSite, Secure over TLS). Every answer
 // carries the console's page headers (no framing, a strict CSP); a POST is taken only
-// from this server's own page (SameOrigin).
+// from this server's own page (SameOrigin), and not from an address that failed too
+// many sign-ins lately.
 func signInHandler(opts CodecOptions, sessions sessionSigner) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		SetPageSecurityHeaders(w.Header())
@@ -122,6 +123,12 @@ func signIn(w http.ResponseWriter, r *http.Request, opts CodecOptions, sessions 
 		_ = signInPage.Execute(w, signInView{Problem: "sign in from this server's own sign-in page"})
 		return
 	}
+	if opts.AuthLimiter.Held(w, r) {
+		opts.Logger.WarnContext(r.Context(), "sign-in refused", "reason", refusedRateLimited, "remote_addr", r.RemoteAddr)
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = signInPage.Execute(w, signInView{Problem: "too many failed sign-ins from this address; try again in " + w.Header().Get("Retry-After") + " s"})
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
 	var t apitoken.Token
 	ok := false
@@ -129,6 +136,7 @@ func signIn(w http.ResponseWriter, r *http.Request, opts CodecOptions, sessions 
 		t, ok = opts.Keys.Lookup(r.PostFormValue("token"))
 	}
 	if !ok {
+		opts.AuthLimiter.Fail(r)
 		opts.Logger.WarnContext(r.Context(), "sign-in refused", "reason", "unknown token", "remote_addr", r.RemoteAddr)
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = signInPage.Execute(w, signInView{Problem: "unknown token"})

@@ -1,0 +1,97 @@
+package httpapi_test
+
+import (
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/apitoken"
+	"github.com/mantis-deploy/mantis/internal/codec"
+	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/testenv"
+)
+
+// fakeClock is a clock the test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// One AuthLimiter shared by the API and the codec endpoint counts an address's
+// failures at both (switching between them gains a guesser nothing), and the
+// address may try again once Retry-After has passed.
+func TestOneAuthLimiterServesTheAPIAndTheCodecAndRefills(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, failedCredentials, httpapi.DefaultAuthFailureBurst)
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	limiter := httpapi.NewAuthLimiter(httpapi.AuthLimit{Now: clock.Now})
+	const good = "limit-good-0123456789abcdef"
+	keys := apitoken.NewKeyring([]apitoken.Token{{Name: "ci", Scope: apitoken.ScopeRead, SHA256: apitoken.Hash(good)}})
+	api := httptest.NewServer(httpapi.New(httpapi.Options{DB: testenv.MigratedPool(t), Keyring: keys, AuthLimiter: limiter}))
+	t.Cleanup(api.Close)
+	k := make([]byte, codec.KeySize)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	c, err := codec.New("k1", map[string][]byte{"k1": k})
+	require.NoError(t, err)
+	codecSrv := httptest.NewServer(httpapi.NewCodecEndpoint(httpapi.CodecOptions{Codec: c, Keys: keys, SessionKey: c.DeriveKey("s"), AuthLimiter: limiter}))
+	t.Cleanup(codecSrv.Close)
+
+	targets, decode := api.URL+"/api/v1/targets", codecSrv.URL+"/codec/decode"
+	for i := range failedCredentials {
+		method, u := http.MethodGet, targets
+		if i%2 == 1 {
+			method, u = http.MethodPost, decode
+		}
+		code, _ := bearerCall(t, method, u, "wrong-token-"+strconv.Itoa(i))
+		require.Equal(t, http.StatusUnauthorized, code, "guess %d at %s", i, u)
+	}
+	code, _ := bearerCall(t, http.MethodGet, targets, good)
+	require.Equal(t, http.StatusTooManyRequests, code)
+	code, _ = bearerCall(t, http.MethodPost, decode, good)
+	require.Equal(t, http.StatusTooManyRequests, code)
+	code, _, _ = signInFrom(t, http.DefaultClient, codecSrv.URL, good)
+	require.Equal(t, http.StatusTooManyRequests, code, "the sign-in page shares the budget")
+
+	clock.advance(6 * time.Second)
+	code, _ = bearerCall(t, http.MethodGet, targets, good)
+	require.Equal(t, http.StatusOK, code)
+}
+
+// The limiter tracks at most Sources addresses: past that it forgets one to make
+// room, so a flood of addresses cannot grow it without bound. An IPv6 address
+// counts by its /64.
+func TestAuthLimiterMemoryIsBounded(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := httpapi.NewAuthLimiter(httpapi.AuthLimit{Burst: 1, Sources: 1, Now: clock.Now})
+	from := func(addr string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/signin", nil)
+		r.RemoteAddr = addr
+		return r
+	}
+	l.Fail(from("192.0.2.1:1000"))
+	require.True(t, l.Held(httptest.NewRecorder(), from("192.0.2.1:2000")), "one address, its budget spent")
+	require.False(t, l.Held(httptest.NewRecorder(), from("[2001:db8::1]:1")))
+	l.Fail(from("[2001:db8::1]:1"))
+	require.True(t, l.Held(httptest.NewRecorder(), from("[2001:db8::ffff]:1")), "an IPv6 address counts by its /64")
+	require.False(t, l.Held(httptest.NewRecorder(), from("192.0.2.1:2000")), "the first address was forgotten to make room")
+}
