@@ -29,9 +29,9 @@ const (
 	DefaultBatch       = 50
 	// MaxPayloadBytes bounds a delivery's body; a larger event fails without a send.
 	MaxPayloadBytes = 1 << 20
-	// maxAnswerBytes is how much of a receiver's answer is read (and kept in
-	// last_error when it fails).
-	maxAnswerBytes = 512
+	// maxAnswerBytes is how much of a receiver's answer is read, and dropped, so
+	// that the connection may be used again: an answer is never kept or shown.
+	maxAnswerBytes = 4 << 10
 	// maxFanOut bounds how many event ids one fan-out covers.
 	maxFanOut = 10000
 	// senders is how many deliveries one replica sends at once.
@@ -45,7 +45,8 @@ const (
 type Worker struct {
 	DB     *pgxpool.Pool
 	Logger *slog.Logger
-	// Client sends the deliveries (a client with Timeout when nil).
+	// Client sends the deliveries; when nil, a client with Timeout that follows
+	// no redirect (noRedirects).
 	Client *http.Client
 	// Interval is how often it looks for new events and due deliveries.
 	Interval time.Duration
@@ -83,7 +84,7 @@ func (w *Worker) withDefaults() {
 		w.Timeout = DefaultTimeout
 	}
 	if w.Client == nil {
-		w.Client = &http.Client{Timeout: w.Timeout}
+		w.Client = &http.Client{Timeout: w.Timeout, CheckRedirect: noRedirects}
 	}
 	if w.Now == nil {
 		w.Now = time.Now
@@ -209,12 +210,29 @@ func (w *Worker) send(ctx context.Context, d schema.ClaimedDelivery) (int, strin
 		return 0, err.Error()
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp.StatusCode, ""
-	}
-	return resp.StatusCode, fmt.Sprintf("receiver answered %s: %s", resp.Status, bytes.ToValidUTF8(bytes.ReplaceAll(answer, []byte{0}, nil), nil))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes))
+	return resp.StatusCode, answerProblem(resp.StatusCode)
 }
+
+// answerProblem says why a receiver's status failed the delivery, or "" for a 2xx.
+// It names the status only: what the receiver wrote (its body, where it redirects)
+// is its own, and an API reader of /failures is not to see it.
+func answerProblem(status int) string {
+	switch {
+	case status >= 200 && status < 300:
+		return ""
+	case status >= 300 && status < 400:
+		return fmt.Sprintf("receiver answered %d %s: a redirect, which webhooks do not follow", status, http.StatusText(status))
+	default:
+		return fmt.Sprintf("receiver answered %d %s", status, http.StatusText(status))
+	}
+}
+
+// noRedirects is the CheckRedirect of the delivery client: a 3xx is the answer
+// itself, never followed, so that a receiver cannot send a delivery (and its
+// signature) on to an address the webhook does not name, or turn the POST into a
+// GET.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // horizon finds the highest event id below which the log has no gap still to
 // fill. Ids are drawn at insert, not commit, so an id may become visible after a
