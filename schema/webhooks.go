@@ -26,12 +26,15 @@ type NewWebhook struct {
 	EventTypes []string
 	Secret     string
 	CreatedBy  string
+	// AllowPrivateNetwork lets its deliveries reach non-public addresses.
+	AllowPrivateNetwork bool
 }
 
 // CreateWebhook stores w under a new id.
 func CreateWebhook(ctx context.Context, db DB, w NewWebhook) (api.Webhook, error) {
 	row, err := queries.InsertWebhook(ctx, db, dbsqlc.InsertWebhookParams{
 		ID: uuid.Must(uuid.NewV7()), Url: w.URL, EventTypes: w.EventTypes, Secret: w.Secret, CreatedBy: w.CreatedBy,
+		AllowPrivateNetwork: w.AllowPrivateNetwork,
 	})
 	if err != nil {
 		return api.Webhook{}, fmt.Errorf("creating webhook: %w", err)
@@ -112,16 +115,18 @@ func FanOutWebhooks(ctx context.Context, db TxBeginner, through int64) (inserted
 
 // ClaimedDelivery is a delivery claimed for one send: Attempts is its fencing token.
 type ClaimedDelivery struct {
-	ID           int64
-	Attempts     int
-	WebhookID    uuid.UUID
-	URL          string
-	Secret       string
-	EventID      int64
-	EventType    string
-	DeploymentID *uuid.UUID
-	EventData    []byte
-	EventAt      time.Time
+	ID        int64
+	Attempts  int
+	WebhookID uuid.UUID
+	URL       string
+	Secret    string
+	// AllowPrivateNetwork lets the send reach a non-public address.
+	AllowPrivateNetwork bool
+	EventID             int64
+	EventType           string
+	DeploymentID        *uuid.UUID
+	EventData           []byte
+	EventAt             time.Time
 }
 
 // ClaimWebhookDeliveries claims up to limit due deliveries, each leased for lease
@@ -134,7 +139,7 @@ func ClaimWebhookDeliveries(ctx context.Context, db DB, limit int, lease time.Du
 	out := make([]ClaimedDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = ClaimedDelivery{ID: r.ID, Attempts: int(r.Attempts), WebhookID: r.WebhookID, URL: r.Url, Secret: r.Secret,
-			EventID: r.EventID, EventType: r.EventType, DeploymentID: r.DeploymentID, EventData: r.EventData, EventAt: r.EventAt}
+			AllowPrivateNetwork: r.AllowPrivateNetwork, EventID: r.EventID, EventType: r.EventType, DeploymentID: r.DeploymentID, EventData: r.EventData, EventAt: r.EventAt}
 	}
 	return out, nil
 }
@@ -170,7 +175,8 @@ func MarkWebhookAttemptFailed(ctx context.Context, db DB, d ClaimedDelivery, sta
 
 // webhookView is the API's view of a stored webhook, without its secret.
 func webhookView(r dbsqlc.Webhook) api.Webhook {
-	return api.Webhook{ID: r.ID, URL: r.Url, EventTypes: r.EventTypes, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+	return api.Webhook{ID: r.ID, URL: r.Url, EventTypes: r.EventTypes, AllowPrivateNetwork: r.AllowPrivateNetwork,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
 }
 
 // WebhookCursorAt returns the id of the last event fanned out to webhooks.

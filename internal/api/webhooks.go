@@ -15,6 +15,10 @@ type NewWebhook struct {
 	EventTypes []string `json:"event_types"`
 	// Secret keys the signature of every delivery (WebhookSignatureHeader).
 	Secret string `json:"secret"`
+	// AllowPrivateNetwork lets deliveries reach a loopback, private, link-local or
+	// otherwise non-public address; without it such an address is refused when the
+	// delivery connects, whatever name the URL gives.
+	AllowPrivateNetwork bool `json:"allow_private_network,omitempty"`
 }
 
 // Webhook is a stored webhook; its secret is never shown again.
@@ -22,8 +26,10 @@ type Webhook struct {
 	ID         uuid.UUID `json:"id"`
 	URL        string    `json:"url"`
 	EventTypes []string  `json:"event_types"`
-	CreatedBy  string    `json:"created_by"`
-	CreatedAt  time.Time `json:"created_at"`
+	// AllowPrivateNetwork is set when its deliveries may reach non-public addresses.
+	AllowPrivateNetwork bool      `json:"allow_private_network"`
+	CreatedBy           string    `json:"created_by"`
+	CreatedAt           time.Time `json:"created_at"`
 }
 
 // WebhookList is the answer to GET /api/v1/webhooks.

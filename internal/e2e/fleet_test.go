@@ -88,7 +88,7 @@ func TestWebhookDeliveredAfterReceiverIsBack(t *testing.T) {
 	require.NoError(t, ln.Close()) // the receiver is down
 	const secret = "e2e-webhook-secret-0123"
 	code, hook := api(t, r, http.MethodPost, "/api/v1/webhooks",
-		fmt.Sprintf(`{"url":"http://%s/hook","event_types":["deployment.succeeded"],"secret":%q}`, addr, secret))
+		fmt.Sprintf(`{"url":"http://%s/hook","event_types":["deployment.succeeded"],"secret":%q,"allow_private_network":true}`, addr, secret))
 	require.Equal(t, http.StatusCreated, code, hook)
 
 	code, body := api(t, r, http.MethodPost, "/api/v1/deployments",

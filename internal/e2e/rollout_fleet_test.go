@@ -80,7 +80,7 @@ func (f *rolloutFleet) webhookArrivesOnceTheReceiverIsBack(t *testing.T) {
 	require.NoError(t, ln.Close()) // the receiver is down
 	const secret = "e2e-fleet-webhook-secret"
 	code, hook := api(t, f.r, http.MethodPost, "/api/v1/webhooks",
-		fmt.Sprintf(`{"url":"http://%s/hook","event_types":["deployment.succeeded"],"secret":%q}`, addr, secret))
+		fmt.Sprintf(`{"url":"http://%s/hook","event_types":["deployment.succeeded"],"secret":%q,"allow_private_network":true}`, addr, secret))
 	require.Equal(t, http.StatusCreated, code, hook)
 	code, body := f.deployAll(t, "/api/v1/deployments", "hooked", "hooked")
 	require.Equal(t, http.StatusAccepted, code, body)

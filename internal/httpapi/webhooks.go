@@ -28,12 +28,14 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) {
 		writeInputError(w, r, &schema.InputError{Problems: problems})
 		return
 	}
-	wh, err := schema.CreateWebhook(r.Context(), s.db, schema.NewWebhook{URL: body.URL, EventTypes: body.EventTypes, Secret: body.Secret, CreatedBy: actor(r)})
+	wh, err := schema.CreateWebhook(r.Context(), s.db, schema.NewWebhook{URL: body.URL, EventTypes: body.EventTypes, Secret: body.Secret,
+		CreatedBy: actor(r), AllowPrivateNetwork: body.AllowPrivateNetwork})
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	s.logger.InfoContext(r.Context(), "webhook created", "webhook_id", wh.ID, "event_types", len(wh.EventTypes), "actor", actor(r))
+	s.logger.InfoContext(r.Context(), "webhook created", "webhook_id", wh.ID, "event_types", len(wh.EventTypes),
+		"allow_private_network", wh.AllowPrivateNetwork, "actor", actor(r))
 	api.WriteJSON(w, http.StatusCreated, wh)
 }
 

@@ -36,6 +36,12 @@ func TestWebhooksAPI(t *testing.T) {
 	require.Len(t, list["webhooks"], 1)
 	require.NotContains(t, list["webhooks"][0], "secret")
 	require.Equal(t, "ops", list["webhooks"][0]["created_by"])
+	require.Equal(t, false, list["webhooks"][0]["allow_private_network"], "a webhook reaches public addresses only unless it says so")
+	var inside api.Webhook
+	require.Equal(t, http.StatusCreated, b.call(t, "POST", "/api/v1/webhooks", fleetAdmin,
+		`{"url":"http://10.0.0.5/hook","event_types":["step.*"],"secret":"0123456789abcdef","allow_private_network":true}`, &inside))
+	require.True(t, inside.AllowPrivateNetwork)
+	require.Equal(t, http.StatusNoContent, b.call(t, "DELETE", "/api/v1/webhooks/"+inside.ID.String(), fleetAdmin, "", nil))
 
 	ctx := context.Background()
 	_, err := b.pool.Exec(ctx, `INSERT INTO deployment_events (type) VALUES ('deployment.failed')`)

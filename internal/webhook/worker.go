@@ -45,9 +45,6 @@ const (
 type Worker struct {
 	DB     *pgxpool.Pool
 	Logger *slog.Logger
-	// Client sends the deliveries; when nil, a client with Timeout that follows
-	// no redirect (noRedirects).
-	Client *http.Client
 	// Interval is how often it looks for new events and due deliveries.
 	Interval time.Duration
 	// MaxAttempts is how many sends a delivery gets before it is failed for good
@@ -61,6 +58,10 @@ type Worker struct {
 	Now func() time.Time
 
 	horizon horizon
+	// public sends the deliveries of webhooks that reach public addresses only,
+	// private those of webhooks that allow private networks; neither follows a
+	// redirect.
+	public, private *http.Client
 }
 
 // withDefaults fills the zero fields in.
@@ -83,8 +84,9 @@ func (w *Worker) withDefaults() {
 	if w.Timeout <= 0 {
 		w.Timeout = DefaultTimeout
 	}
-	if w.Client == nil {
-		w.Client = &http.Client{Timeout: w.Timeout, CheckRedirect: noRedirects}
+	if w.public == nil {
+		w.public = deliveryClient(w.Timeout, publicOnly)
+		w.private = deliveryClient(w.Timeout, nil)
 	}
 	if w.Now == nil {
 		w.Now = time.Now
@@ -205,7 +207,11 @@ func (w *Worker) send(ctx context.Context, d schema.ClaimedDelivery) (int, strin
 	req.Header.Set(api.WebhookSignatureHeader, Sign(d.Secret, w.Now(), body))
 	req.Header.Set(api.WebhookEventHeader, d.EventType)
 	req.Header.Set(api.WebhookEventIDHeader, strconv.FormatInt(d.EventID, 10))
-	resp, err := w.Client.Do(req)
+	client := w.public
+	if d.AllowPrivateNetwork {
+		client = w.private
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -60,9 +60,12 @@ func run(t *testing.T, w *webhook.Worker) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
+// addWebhook adds a webhook on url, a receiver of the test on loopback, which it
+// allows (allow_private_network).
 func addWebhook(t testing.TB, pool *pgxpool.Pool, url string, types ...string) api.Webhook {
 	t.Helper()
-	wh, err := schema.CreateWebhook(context.Background(), pool, schema.NewWebhook{URL: url, EventTypes: types, Secret: secret, CreatedBy: "ops"})
+	wh, err := schema.CreateWebhook(context.Background(), pool, schema.NewWebhook{URL: url, EventTypes: types, Secret: secret, CreatedBy: "ops",
+		AllowPrivateNetwork: true})
 	require.NoError(t, err)
 	return wh
 }

@@ -1,8 +1,8 @@
 -- Webhooks, their deliveries and the fan-out from the event log (schema/webhooks.go).
 
 -- name: InsertWebhook :one
-INSERT INTO webhooks (id, url, event_types, secret, created_by)
-VALUES (@id, @url, @event_types, @secret, @created_by)
+INSERT INTO webhooks (id, url, event_types, secret, created_by, allow_private_network)
+VALUES (@id, @url, @event_types, @secret, @created_by, @allow_private_network)
 RETURNING *;
 
 -- name: ListWebhooks :many
@@ -50,7 +50,7 @@ UPDATE webhook_deliveries d
 SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => @lease_seconds::float8)
 FROM due, webhooks w, deployment_events e
 WHERE d.id = due.id AND w.id = d.webhook_id AND e.id = d.event_id
-RETURNING d.id, d.attempts, w.id AS webhook_id, w.url, w.secret,
+RETURNING d.id, d.attempts, w.id AS webhook_id, w.url, w.secret, w.allow_private_network,
           e.id AS event_id, e.type AS event_type, e.deployment_id, e.data AS event_data, e.created_at AS event_at;
 
 -- name: MarkWebhookDelivered :execrows

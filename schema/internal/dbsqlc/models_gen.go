@@ -265,12 +265,13 @@ type ThoraxInstance struct {
 }
 
 type Webhook struct {
-	ID         uuid.UUID
-	Url        string
-	EventTypes []string
-	Secret     string
-	CreatedBy  string
-	CreatedAt  time.Time
+	ID                  uuid.UUID
+	Url                 string
+	EventTypes          []string
+	Secret              string
+	CreatedBy           string
+	CreatedAt           time.Time
+	AllowPrivateNetwork bool
 }
 
 type WebhookCursor struct {

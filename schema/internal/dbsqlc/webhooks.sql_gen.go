@@ -24,7 +24,7 @@ UPDATE webhook_deliveries d
 SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $1::float8)
 FROM due, webhooks w, deployment_events e
 WHERE d.id = due.id AND w.id = d.webhook_id AND e.id = d.event_id
-RETURNING d.id, d.attempts, w.id AS webhook_id, w.url, w.secret,
+RETURNING d.id, d.attempts, w.id AS webhook_id, w.url, w.secret, w.allow_private_network,
           e.id AS event_id, e.type AS event_type, e.deployment_id, e.data AS event_data, e.created_at AS event_at
 `
 
@@ -34,16 +34,17 @@ type ClaimWebhookDeliveriesParams struct {
 }
 
 type ClaimWebhookDeliveriesRow struct {
-	ID           int64
-	Attempts     int32
-	WebhookID    uuid.UUID
-	Url          string
-	Secret       string
-	EventID      int64
-	EventType    string
-	DeploymentID *uuid.UUID
-	EventData    []byte
-	EventAt      time.Time
+	ID                  int64
+	Attempts            int32
+	WebhookID           uuid.UUID
+	Url                 string
+	Secret              string
+	AllowPrivateNetwork bool
+	EventID             int64
+	EventType           string
+	DeploymentID        *uuid.UUID
+	EventData           []byte
+	EventAt             time.Time
 }
 
 // ClaimWebhookDeliveries claims up to max_rows due deliveries: each one's attempts
@@ -64,6 +65,7 @@ func (q *Queries) ClaimWebhookDeliveries(ctx context.Context, db DBTX, arg Claim
 			&i.WebhookID,
 			&i.Url,
 			&i.Secret,
+			&i.AllowPrivateNetwork,
 			&i.EventID,
 			&i.EventType,
 			&i.DeploymentID,
@@ -120,7 +122,7 @@ func (q *Queries) FanOutEvents(ctx context.Context, db DBTX, arg FanOutEventsPar
 }
 
 const getWebhook = `-- name: GetWebhook :one
-SELECT id, url, event_types, secret, created_by, created_at FROM webhooks WHERE id = $1
+SELECT id, url, event_types, secret, created_by, created_at, allow_private_network FROM webhooks WHERE id = $1
 `
 
 func (q *Queries) GetWebhook(ctx context.Context, db DBTX, id uuid.UUID) (Webhook, error) {
@@ -133,23 +135,25 @@ func (q *Queries) GetWebhook(ctx context.Context, db DBTX, id uuid.UUID) (Webhoo
 		&i.Secret,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.AllowPrivateNetwork,
 	)
 	return i, err
 }
 
 const insertWebhook = `-- name: InsertWebhook :one
 
-INSERT INTO webhooks (id, url, event_types, secret, created_by)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, url, event_types, secret, created_by, created_at
+INSERT INTO webhooks (id, url, event_types, secret, created_by, allow_private_network)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id, url, event_types, secret, created_by, created_at, allow_private_network
 `
 
 type InsertWebhookParams struct {
-	ID         uuid.UUID
-	Url        string
-	EventTypes []string
-	Secret     string
-	CreatedBy  string
+	ID                  uuid.UUID
+	Url                 string
+	EventTypes          []string
+	Secret              string
+	CreatedBy           string
+	AllowPrivateNetwork bool
 }
 
 // Webhooks, their deliveries and the fan-out from the event log (schema/webhooks.go).
@@ -160,6 +164,7 @@ func (q *Queries) InsertWebhook(ctx context.Context, db DBTX, arg InsertWebhookP
 		arg.EventTypes,
 		arg.Secret,
 		arg.CreatedBy,
+		arg.AllowPrivateNetwork,
 	)
 	var i Webhook
 	err := row.Scan(
@@ -169,6 +174,7 @@ func (q *Queries) InsertWebhook(ctx context.Context, db DBTX, arg InsertWebhookP
 		&i.Secret,
 		&i.CreatedBy,
 		&i.CreatedAt,
+		&i.AllowPrivateNetwork,
 	)
 	return i, err
 }
@@ -234,7 +240,7 @@ func (q *Queries) ListWebhookDeliveries(ctx context.Context, db DBTX, arg ListWe
 }
 
 const listWebhooks = `-- name: ListWebhooks :many
-SELECT id, url, event_types, secret, created_by, created_at FROM webhooks ORDER BY created_at, id
+SELECT id, url, event_types, secret, created_by, created_at, allow_private_network FROM webhooks ORDER BY created_at, id
 `
 
 func (q *Queries) ListWebhooks(ctx context.Context, db DBTX) ([]Webhook, error) {
@@ -253,6 +259,7 @@ func (q *Queries) ListWebhooks(ctx context.Context, db DBTX) ([]Webhook, error) 
 			&i.Secret,
 			&i.CreatedBy,
 			&i.CreatedAt,
+			&i.AllowPrivateNetwork,
 		); err != nil {
 			return nil, err
 		}
