@@ -112,6 +112,12 @@ func TestScheduleAndWebhookCommands(t *testing.T) {
 	require.NoError(t, err, out)
 	var hook api.Webhook
 	require.NoError(t, json.Unmarshal([]byte(out), &hook))
+	require.False(t, hook.AllowPrivateNetwork)
+	out, err = runCLI(t, append([]string{"webhook", "create", "http://10.0.0.5/x", "--events", "step.failed", "--allow-private-network", "-o", "json"}, common...)...)
+	require.NoError(t, err, out)
+	var inside api.Webhook
+	require.NoError(t, json.Unmarshal([]byte(out), &inside))
+	require.True(t, inside.AllowPrivateNetwork, "the flag reaches the API")
 	out, err = runCLI(t, append([]string{"webhook", "list"}, common...)...)
 	require.NoError(t, err)
 	require.Contains(t, out, "deployment.*,step.failed")

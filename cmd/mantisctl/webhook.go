@@ -36,7 +36,7 @@ func newWebhookCommand(f *clientFlags) *cobra.Command {
 func newWebhookCreateCommand(f *clientFlags) *cobra.Command {
 	var body api.NewWebhook
 	cmd := &cobra.Command{
-		Use:     "create URL --events TYPE[,TYPE] [--secret S]",
+		Use:     "create URL --events TYPE[,TYPE] [--secret S] [--allow-private-network]",
 		Short:   "Register a webhook (the secret signs every delivery; default $" + webhookSecretEnv + ")",
 		Example: `  MANTIS_WEBHOOK_SECRET=... mantisctl webhook create https://hooks.example/mantis --events deployment.*,step.failed`,
 		Args:    cobra.ExactArgs(1),
@@ -52,6 +52,8 @@ func newWebhookCreateCommand(f *clientFlags) *cobra.Command {
 	}
 	cmd.Flags().StringSliceVar(&body.EventTypes, "events", nil, "event types: deployment.* or step.* types, or deployment.* / step.*")
 	cmd.Flags().StringVar(&body.Secret, "secret", "", "the signing secret, 16-256 bytes")
+	cmd.Flags().BoolVar(&body.AllowPrivateNetwork, "allow-private-network", false,
+		"let deliveries reach loopback, private and link-local addresses (refused otherwise, whatever the URL's name resolves to)")
 	_ = cmd.MarkFlagRequired("events")
 	return cmd
 }
