@@ -37,6 +37,14 @@ func TestWebhooksAPI(t *testing.T) {
 	require.NotContains(t, list["webhooks"][0], "secret")
 	require.Equal(t, "ops", list["webhooks"][0]["created_by"])
 	require.Equal(t, false, list["webhooks"][0]["allow_private_network"], "a webhook reaches public addresses only unless it says so")
+	var private api.Problem
+	for host, kind := range map[string]string{"10.0.0.5": "private", "169.254.169.254": "link-local", "[::1]:8080": "loopback", "localhost": "loopback"} {
+		require.Equal(t, http.StatusBadRequest, b.call(t, "POST", "/api/v1/webhooks", fleetAdmin,
+			`{"url":"http://`+host+`/hook","event_types":["step.*"],"secret":"0123456789abcdef"}`, &private), host)
+		require.Len(t, private.Fields, 1, host)
+		require.Equal(t, "url", private.Fields[0].Field, host)
+		require.Contains(t, private.Fields[0].Problem, "is a "+kind+" address: set allow_private_network", host)
+	}
 	var inside api.Webhook
 	require.Equal(t, http.StatusCreated, b.call(t, "POST", "/api/v1/webhooks", fleetAdmin,
 		`{"url":"http://10.0.0.5/hook","event_types":["step.*"],"secret":"0123456789abcdef","allow_private_network":true}`, &inside))

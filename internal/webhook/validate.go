@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -25,6 +26,9 @@ var eventTypePattern = regexp.MustCompile(`^(deployment|step)\.([a-z_]{1,64}|\*)
 func Problems(w api.NewWebhook) []string {
 	var out []string
 	out = append(out, urlProblems(w.URL)...)
+	if !w.AllowPrivateNetwork {
+		out = append(out, privateURLProblems(w.URL)...)
+	}
 	if len(w.EventTypes) == 0 || len(w.EventTypes) > MaxEventTypes {
 		out = append(out, fmt.Sprintf("event_types: between 1 and %d event types", MaxEventTypes))
 	}
@@ -37,6 +41,27 @@ func Problems(w api.NewWebhook) []string {
 		out = append(out, fmt.Sprintf("secret: between %d and %d bytes, got %d", MinSecretBytes, MaxSecretBytes, n))
 	}
 	return out
+}
+
+// privateURLProblems refuses, at once, a URL whose host is itself a non-public
+// address or localhost, which a webhook without allow_private_network could never
+// reach. A name is judged when a delivery connects (publicOnly), not here: what it
+// resolves to now says nothing of what it will resolve to then.
+func privateURLProblems(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return []string{"url: localhost is a loopback address: set allow_private_network to reach it"}
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		if kind := nonPublic(addr); kind != "" {
+			return []string{fmt.Sprintf("url: %s is a %s address: set allow_private_network to reach it", addr.Unmap(), kind)}
+		}
+	}
+	return nil
 }
 
 // urlProblems refuses a URL that is not an absolute http(s) URL with a host.
