@@ -193,9 +193,10 @@ func (t *Thorax) sweepLoop(run, work context.Context) {
 	}
 }
 
-// resultWait is how long after a hand-off the command's result may take.
+// resultWait is how long after a hand-off the command's result may take: its
+// timeout, at most maxCommandTimeout so that adding the grace cannot overflow.
 func (t *Thorax) resultWait(c *mantisv1.Command) time.Duration {
-	d := c.GetTimeout().AsDuration()
+	d := min(c.GetTimeout().AsDuration(), maxCommandTimeout)
 	if d <= 0 {
 		d = t.untimedLimit
 	}

@@ -49,6 +49,9 @@ const (
 	resultGrace = time.Minute
 	// untimedLimit stands in for the timeout of a command that carries none.
 	untimedLimit = time.Hour
+	// maxCommandTimeout caps the timeout a command carries: Mandible refuses more
+	// (spec.MaxStepTimeout), and a larger one would overflow the deadlines below.
+	maxCommandTimeout = 24 * time.Hour
 	// pollWindowFloor is the shortest poll wait counted when deciding that a
 	// poll-mode agent is still connected: a target stays connected for three
 	// of its agent's poll waits (at least three times this) after a poll.
