@@ -24,6 +24,8 @@ func withCodecEndpoint(api http.Handler, cfg config.Mandible, c *codec.Codec, ke
 		Logger:      logger,
 		Console:     sessions,
 		AuthLimiter: limiter,
+		// The SDK's handler reads a body whole: bound it.
+		MaxBodyBytes: cfg.HTTP.MaxCodecBodyBytes,
 	})
 	mux := http.NewServeMux()
 	mux.Handle(httpapi.CodecPrefix+"/", endpoint)

@@ -25,6 +25,15 @@ type HTTP struct {
 	// TokensFile is a file holding Tokens, one a line.
 	TokensFile   string `toml:"tokens_file" secretfile:"tokens"`
 	MaxBodyBytes int64  `toml:"max_body_bytes"`
+	// MaxCodecBodyBytes bounds a body of the payload codec endpoint (/codec/decode,
+	// /codec/encode), which carries whole payloads: Temporal refuses one past 2 MiB
+	// by default, and a call carries a few, base64 inside JSON.
+	MaxCodecBodyBytes int64 `toml:"max_codec_body_bytes"`
+}
+
+// defaultHTTP is the [http] section's defaults.
+func defaultHTTP() HTTP {
+	return HTTP{Listen: "127.0.0.1:8080", MaxBodyBytes: 1 << 20, MaxCodecBodyBytes: 8 << 20}
 }
 
 // TLS reports whether the API is served over HTTPS.
@@ -53,6 +62,7 @@ func (h HTTP) validate(p *problems) {
 		}
 	}
 	p.positive("http.max_body_bytes", h.MaxBodyBytes)
+	p.positive("http.max_codec_body_bytes", h.MaxCodecBodyBytes)
 	switch {
 	case h.CertPath == "" && h.KeyPath != "":
 		p.add("http.cert_path", "required when http.key_path is set")

@@ -231,7 +231,7 @@ func DefaultMandible() Mandible {
 		Database:  Database{MaxConns: 10, QueryExecMode: QueryExecModeAuto},
 		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", DeploymentTaskQueue: "mantis-deployments",
 			SearchAttributes: SearchAttributesRegister, SearchAttributesWait: Duration{DefaultSearchAttributesWait}},
-		HTTP:  HTTP{Listen: "127.0.0.1:8080", MaxBodyBytes: 1 << 20},
+		HTTP:  defaultHTTP(),
 		GRPC:  Listener{Listen: "127.0.0.1:9090"},
 		Queue: defaultQueue(),
 		Dispatch: Dispatch{

@@ -1,6 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -22,6 +26,10 @@ const (
 	SessionCookie = "mantis_session"
 	// DefaultSessionTTL is how long a session cookie is good for.
 	DefaultSessionTTL = 12 * time.Hour
+	// DefaultCodecMaxBody bounds a codec request's body when CodecOptions leave it
+	// zero: Temporal refuses a payload past 2 MiB by default, and a call carries a
+	// few of them, base64 inside JSON.
+	DefaultCodecMaxBody = 8 << 20
 )
 
 // CodecOptions configure the codec endpoint.
@@ -49,6 +57,9 @@ type CodecOptions struct {
 	// AuthLimiter refuses credentials from an address that failed too many lately;
 	// share the API's (a limiter of its own when nil).
 	AuthLimiter *AuthLimiter
+	// MaxBodyBytes bounds a codec request's body (DefaultCodecMaxBody when zero):
+	// the SDK's handler reads a body whole, so nothing past it is read at all.
+	MaxBodyBytes int64
 }
 
 // NewCodecEndpoint serves POST /codec/encode and /codec/decode to a caller holding an API
@@ -66,6 +77,9 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 	}
 	if opts.AuthLimiter == nil {
 		opts.AuthLimiter = NewAuthLimiter(AuthLimit{})
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultCodecMaxBody
 	}
 	sessions := sessionSigner{key: opts.SessionKey, ttl: opts.SessionTTL, now: opts.Now}
 	origin := originOf(opts.UIURL)
@@ -104,9 +118,43 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			return
 		}
 		opts.Logger.DebugContext(r.Context(), "codec request", "path", r.URL.Path, "token", t.Name)
+		if !bufferBody(w, r, opts.MaxBodyBytes) {
+			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "body_too_large", "token", t.Name, "limit", opts.MaxBodyBytes)
+			return
+		}
 		codec.ServeHTTP(w, r)
 	})
 	return mux
+}
+
+// bufferBody reads r's body, at most limit bytes, and gives it back to r to read again,
+// so that a handler that reads a body whole (the SDK's codec handler does) holds no
+// more than limit. A longer body is refused 413, having read limit+1 bytes of it.
+func bufferBody(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	if r.ContentLength > limit {
+		writeTooLarge(w, r, limit)
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeTooLarge(w, r, limit)
+		return false
+	case err != nil:
+		api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidBody, "reading the request body: "+err.Error())
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
+// writeTooLarge answers 413 naming the limit and the key that sets it.
+func writeTooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
+	// The connection is closed after the answer: the rest of the body is never read.
+	w.Header().Set("Connection", "close")
+	api.WriteError(w, r, http.StatusRequestEntityTooLarge, api.CodeTooLarge,
+		fmt.Sprintf("codec request body exceeds %d bytes (http.max_codec_body_bytes)", limit))
 }
 
 // codecCaller returns who calls: the bearer token, or the token the session cookie

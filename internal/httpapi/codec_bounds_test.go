@@ -1,0 +1,127 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mantis-deploy/mantis/internal/apitoken"
+	"github.com/mantis-deploy/mantis/internal/codec"
+	"github.com/mantis-deploy/mantis/internal/httpapi"
+)
+
+// countingBody counts what the handler reads of a request's body.
+type countingBody struct {
+	io.ReadCloser
+	read *atomic.Int64
+}
+
+func (c countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// A read-scope token POSTing 64 MiB to /codec/decode (an 800 MB one grew Mandible by
+// 1.9 GB: the SDK's handler reads a body whole) is answered 413 with a problem naming
+// the limit, after reading no more than the limit, whether the body declares its
+// length or not.
+func TestCodecEndpointRefusesBodyPastItsLimitUnread(t *testing.T) {
+	t.Parallel()
+	k := make([]byte, codec.KeySize)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	c, err := codec.New("k1", map[string][]byte{"k1": k})
+	require.NoError(t, err)
+	h := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
+		Codec: c, Keys: apitoken.NewKeyring(codecTokens()), UIURL: uiOrigin, SessionKey: c.DeriveKey("session"),
+	})
+	var read atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = countingBody{ReadCloser: r.Body, read: &read}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	for _, declared := range []bool{false, true} {
+		read.Store(0)
+		status, answer := postHostileBody(t, srv.Listener.Addr().String(), "/codec/decode", declared)
+		require.LessOrEqual(t, read.Load(), int64(httpapi.DefaultCodecMaxBody+1), "bytes of the body read, declared length %v", declared)
+		require.Equal(t, http.StatusRequestEntityTooLarge, status, "declared length %v: %s", declared, answer)
+		var problem struct {
+			Code   string `json:"code"`
+			Detail string `json:"detail"`
+		}
+		require.NoError(t, json.Unmarshal(answer, &problem))
+		require.Equal(t, "too_large", problem.Code)
+		require.Contains(t, problem.Detail, "http.max_codec_body_bytes")
+	}
+
+	// A body within the limit is still decoded.
+	s := codecSetup{srv: srv, codec: c}
+	body := s.sealedBody(t, "echo within-limit")
+	resp := s.decode(t, body, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+codecToken) })
+	require.Equal(t, "echo within-limit", decodedString(t, resp))
+}
+
+// postHostileBody POSTs 64 MiB of whitespace to path at addr with the read token,
+// its length declared or chunked, over a connection of its own: the body is written
+// while the answer is read, since a server that stops reading answers before the
+// body has been sent. It returns the answer's status and body.
+func postHostileBody(t *testing.T, addr, path string, declared bool) (int, []byte) {
+	t.Helper()
+	const hostile = 64 << 20
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	framing := "Transfer-Encoding: chunked"
+	if declared {
+		framing = "Content-Length: " + strconv.Itoa(hostile)
+	}
+	head := "POST " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + codecToken +
+		"\r\nContent-Type: application/json\r\n" + framing + "\r\n\r\n"
+	go func() {
+		// Errors end the writing: the server closes the connection once it has answered.
+		if _, err := io.WriteString(conn, head); err != nil {
+			return
+		}
+		chunk := bytes.Repeat([]byte{' '}, 1<<20)
+		for range hostile / len(chunk) {
+			if !declared {
+				if _, err := fmt.Fprintf(conn, "%x\r\n", len(chunk)); err != nil {
+					return
+				}
+			}
+			if _, err := conn.Write(chunk); err != nil {
+				return
+			}
+			if !declared {
+				if _, err := io.WriteString(conn, "\r\n"); err != nil {
+					return
+				}
+			}
+		}
+		if !declared {
+			_, _ = io.WriteString(conn, "0\r\n\r\n")
+		}
+	}()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, answer
+}
