@@ -92,7 +92,7 @@ func New(opts Options) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthHandler)
-	mux.HandleFunc("GET /readyz", readyHandler(opts.Checks))
+	mux.HandleFunc("GET /readyz", newReadiness(opts.Checks).handler)
 	if opts.Registry != nil {
 		// A gauge read at scrape time that fails (the broker or the database
 		// away) leaves out its own series, not the whole scrape.
