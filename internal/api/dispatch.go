@@ -12,7 +12,8 @@ type NewDispatchRequest struct {
 	Target         string `json:"target"`
 	Command        string `json:"command"`
 	Priority       string `json:"priority"`
-	// Timeout is a Go duration ("90s"); empty means ten minutes.
+	// Timeout is a Go duration ("90s"), at most spec.MaxStepTimeout (24 h); empty
+	// means ten minutes.
 	Timeout string `json:"timeout"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -34,8 +35,13 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		var timeout time.Duration
 		if b.Timeout != "" {
 			d, err := time.ParseDuration(b.Timeout)
-			if err != nil || d <= 0 {
+			switch {
+			case err != nil || d <= 0:
 				problems = append(problems, "requests["+strconv.Itoa(i)+"].timeout: must be a positive duration like \"90s\", got "+strconv.Quote(b.Timeout))
+			case d > spec.MaxStepTimeout:
+				// A step's bound holds for a raw request too: past it a holder's
+				// deadline arithmetic overflows, and nothing legitimate runs longer.
+				problems = append(problems, "requests["+strconv.Itoa(i)+"].timeout: must be at most "+spec.MaxStepTimeout.String()+", got "+strconv.Quote(b.Timeout))
 			}
 			timeout = d
 		}
