@@ -22,6 +22,9 @@ type HandlerOptions struct {
 	WriteTimeout time.Duration
 	// ReplayPage is how many events a replay reads from the log at once (500).
 	ReplayPage int
+	// MaxReplay bounds a replay, in event ids (50000): a stream resuming further
+	// back than that gets a reset event first.
+	MaxReplay int64
 }
 
 // NewHandler returns the handler of the event streams, fed by b:
@@ -35,7 +38,8 @@ type HandlerOptions struct {
 // after the Last-Event-ID header (or ?last_event_id=) by replaying the log and then
 // going live; a ": live" comment marks the switch (it is also the first line of a
 // stream that does not resume). A stream resuming from before the oldest event
-// retention kept gets a "reset" event first (events.Reset): the client must reload. A ": keep-alive" comment follows every KeepAlive. A
+// retention kept, or more than MaxReplay events back, gets a "reset" event first
+// (events.Reset): the client must reload. A ": keep-alive" comment follows every KeepAlive. A
 // stream more than the broker's SubscriberBuffer events behind is closed; the client
 // resumes with Last-Event-ID. Bad parameters are answered 400 with a JSON error naming
 // them. The handler checks no credentials: mount it behind the API's token check.
@@ -51,6 +55,9 @@ func NewHandler(b *Broker, opts HandlerOptions) http.Handler {
 	}
 	if opts.ReplayPage <= 0 {
 		opts.ReplayPage = 500
+	}
+	if opts.MaxReplay <= 0 {
+		opts.MaxReplay = 50000
 	}
 	h := &handler{broker: b, opts: opts}
 	mux := http.NewServeMux()
@@ -223,8 +230,13 @@ var (
 )
 
 // replay writes the events after `after` up to `through` that match f, from the log,
-// and returns the position reached.
+// and returns the position reached. It reads at most MaxReplay ids of the log: from
+// further back it writes a reset event first and goes on from there.
 func (h *handler) replay(ctx context.Context, out *streamWriter, f filter, after, through int64) (int64, error) {
+	after, err := h.resetIfTooFarBack(out, after, through)
+	if err != nil {
+		return after, err
+	}
 	for after < through {
 		events, err := schema.ReadEvents(ctx, h.broker.opts.DB, after, through, f.schemaFilter(), h.opts.ReplayPage)
 		if err != nil {
