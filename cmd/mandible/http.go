@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
@@ -34,6 +36,9 @@ func listenHTTP(cfg config.HTTP, logger *slog.Logger) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http.listen %s: %w", cfg.Listen, err)
 	}
+	// Past the cap a connection waits in the backlog until one closes; the timeouts
+	// of httpServer close those that hold one without using it.
+	l = netutil.LimitListener(l, cfg.MaxConnections)
 	if tlsCfg != nil {
 		return tls.NewListener(l, tlsCfg), nil
 	}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -230,7 +229,8 @@ func (r *replica) newHTTP(tokens *tokenSource, events *sse.Broker) *http.Server 
 		HeartbeatTimeout: cfg.Thorax.HeartbeatTimeout.Duration,
 		Checks:           r.checks,
 		DLQ:              r.dlq,
-		Events:           sse.NewHandler(events, sse.HandlerOptions{Logger: r.logger}),
+		Events:           sse.NewHandler(events, sse.HandlerOptions{Logger: r.logger, MaxReplay: cfg.SSE.MaxReplayEvents}),
+		Streams:          httpapi.StreamLimits{Max: cfg.SSE.MaxStreams, PerCaller: cfg.SSE.MaxStreamsPerCaller},
 		Temporal:         r.temporal,
 		Namespace:        cfg.Temporal.Namespace,
 		TemporalUIURL:    cfg.Temporal.UIURL,
@@ -240,9 +240,18 @@ func (r *replica) newHTTP(tokens *tokenSource, events *sse.Broker) *http.Server 
 		AuthLimiter:      limiter,
 	})
 	ui := withConsole(withCodecEndpoint(api, cfg, r.codec, tokens.keys, sessions, limiter, r.logger), sessions, tokens.keys, limiter, r.logger)
+	return httpServer(cfg.HTTP, telemetry.HTTPHandler(ui))
+}
+
+// httpServer is the HTTP server of h with the [http] section's timeouts. An event
+// stream lifts the read and write timeouts for itself (sse.NewHandler).
+func httpServer(cfg config.HTTP, h http.Handler) *http.Server {
 	return &http.Server{
-		Addr:              cfg.HTTP.Listen,
-		Handler:           telemetry.HTTPHandler(ui),
-		ReadHeaderTimeout: 10 * time.Second,
+		Addr:              cfg.Listen,
+		Handler:           h,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout.Duration,
+		ReadTimeout:       cfg.ReadTimeout.Duration,
+		WriteTimeout:      cfg.WriteTimeout.Duration,
+		IdleTimeout:       cfg.IdleTimeout.Duration,
 	}
 }

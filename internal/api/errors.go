@@ -49,16 +49,20 @@ const (
 	// CodeRateLimited answers 429, with Retry-After, for a credential presented from
 	// an address that failed too many lately.
 	CodeRateLimited ErrorCode = "rate_limited"
-	CodeUnavailable ErrorCode = "unavailable"
-	CodeBrokerError ErrorCode = "broker_error"
-	CodeInternal    ErrorCode = "internal"
+	// CodeTooManyStreams answers 429 for an event stream past the caller's or the
+	// replica's cap of open streams.
+	CodeTooManyStreams ErrorCode = "too_many_streams"
+	CodeUnavailable    ErrorCode = "unavailable"
+	CodeBrokerError    ErrorCode = "broker_error"
+	CodeInternal       ErrorCode = "internal"
 )
 
 // ErrorCodes lists every code, in the order of the constants.
 var ErrorCodes = []ErrorCode{
 	CodeInvalidArgument, CodeInvalidJSON, CodeInvalidBody, CodeInvalidSpec, CodeTooLarge, CodeNotFound,
 	CodeAlreadyFinished, CodeUnauthenticated, CodeForbidden, CodeMethodNotAllowed, CodeIdempotencyConflict,
-	CodeFrozen, CodeNotWaiting, CodeInvalidState, CodeAlreadyExists, CodeRateLimited, CodeUnavailable, CodeBrokerError, CodeInternal,
+	CodeFrozen, CodeNotWaiting, CodeInvalidState, CodeAlreadyExists, CodeRateLimited, CodeTooManyStreams, CodeUnavailable,
+	CodeBrokerError, CodeInternal,
 }
 
 // ProblemContentType is the media type of every error answer (RFC 9457).
@@ -85,6 +89,7 @@ var titles = map[ErrorCode]string{
 	CodeFrozen:              "Refused by a freeze window",
 	CodeAlreadyExists:       "Already exists",
 	CodeRateLimited:         "Too many failed credentials",
+	CodeTooManyStreams:      "Too many event streams",
 	CodeUnavailable:         "Unavailable",
 	CodeBrokerError:         "Broker error",
 	CodeInternal:            "Internal error",

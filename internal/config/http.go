@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"net"
+	"time"
 )
 
 // HTTP is the JSON API and SSE server.
@@ -29,11 +30,29 @@ type HTTP struct {
 	// /codec/encode), which carries whole payloads: Temporal refuses one past 2 MiB
 	// by default, and a call carries a few, base64 inside JSON.
 	MaxCodecBodyBytes int64 `toml:"max_codec_body_bytes"`
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, its body included. An event stream
+	// lifts it once it has started: its request is read, and it lives for hours.
+	ReadTimeout Duration `toml:"read_timeout"`
+	// WriteTimeout bounds writing an answer. An event stream sets a deadline of its
+	// own on each write instead.
+	WriteTimeout Duration `toml:"write_timeout"`
+	// IdleTimeout closes a kept-alive connection that sends no request for this long.
+	IdleTimeout Duration `toml:"idle_timeout"`
+	// MaxConnections caps the connections served at once; more wait to be accepted
+	// until one closes.
+	MaxConnections int `toml:"max_connections"`
 }
 
 // defaultHTTP is the [http] section's defaults.
 func defaultHTTP() HTTP {
-	return HTTP{Listen: "127.0.0.1:8080", MaxBodyBytes: 1 << 20, MaxCodecBodyBytes: 8 << 20}
+	return HTTP{
+		Listen: "127.0.0.1:8080", MaxBodyBytes: 1 << 20, MaxCodecBodyBytes: 8 << 20,
+		ReadHeaderTimeout: Duration{10 * time.Second}, ReadTimeout: Duration{time.Minute},
+		WriteTimeout: Duration{2 * time.Minute}, IdleTimeout: Duration{2 * time.Minute},
+		MaxConnections: 1024,
+	}
 }
 
 // TLS reports whether the API is served over HTTPS.
@@ -63,6 +82,7 @@ func (h HTTP) validate(p *problems) {
 	}
 	p.positive("http.max_body_bytes", h.MaxBodyBytes)
 	p.positive("http.max_codec_body_bytes", h.MaxCodecBodyBytes)
+	p.positive("http.max_connections", int64(h.MaxConnections))
 	switch {
 	case h.CertPath == "" && h.KeyPath != "":
 		p.add("http.cert_path", "required when http.key_path is set")

@@ -19,6 +19,8 @@ type Mandible struct {
 	Database  Database `toml:"database"`
 	Temporal  Temporal `toml:"temporal"`
 	HTTP      HTTP     `toml:"http"`
+	// SSE bounds the event streams served under /sse.
+	SSE SSE `toml:"sse"`
 	// GRPC is the server Thorax instances connect to.
 	GRPC     Listener     `toml:"grpc"`
 	Queue    Queue        `toml:"queue"`
@@ -232,6 +234,7 @@ func DefaultMandible() Mandible {
 		Temporal: Temporal{Address: "127.0.0.1:7233", Namespace: "default", DeploymentTaskQueue: "mantis-deployments",
 			SearchAttributes: SearchAttributesRegister, SearchAttributesWait: Duration{DefaultSearchAttributesWait}},
 		HTTP:  defaultHTTP(),
+		SSE:   defaultSSE(),
 		GRPC:  Listener{Listen: "127.0.0.1:9090"},
 		Queue: defaultQueue(),
 		Dispatch: Dispatch{
@@ -283,6 +286,7 @@ func (c Mandible) Validate() error {
 	c.Secrets.validate(&p)
 
 	c.HTTP.validate(&p)
+	c.SSE.validate(&p, c.HTTP.MaxConnections)
 
 	c.GRPC.validate(&p, "grpc")
 	c.Queue.validate(&p)

@@ -41,6 +41,8 @@ type Options struct {
 	HeartbeatTimeout time.Duration
 	// Events serves the event streams under /sse/ (sse.NewHandler); nil leaves them out.
 	Events http.Handler
+	// Streams caps the event streams open at once, in all and per caller.
+	Streams StreamLimits
 	// DLQ serves /api/v1/dlq (list, requeue, purge); nil when Mandible runs
 	// without a broker, and those routes then answer 503.
 	DLQ DLQ
@@ -121,7 +123,8 @@ func New(opts Options) http.Handler {
 	})
 	mux.Handle(apiCatchAll, apiMux)
 	if opts.Events != nil {
-		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, noteActor(opts.Events))))
+		streams := newStreamGate(opts.Streams, s.logger)
+		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, noteActor(streams.wrap(opts.Events)))))
 	}
 	return newInstrument(s.logger, reg).wrap(mux)
 }

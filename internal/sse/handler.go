@@ -110,6 +110,9 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, f filter, after
 		api.WriteError(w, r, http.StatusServiceUnavailable, api.CodeUnavailable, "the event stream is shutting down")
 		return
 	}
+	// The request is read, and the stream may live for hours: the server's read
+	// timeout is lifted for it, as its write timeout is by each write's own deadline.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	hdr := w.Header()
 	hdr.Set("Content-Type", "text/event-stream")
 	hdr.Set("Cache-Control", "no-cache")
