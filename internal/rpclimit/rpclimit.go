@@ -18,9 +18,18 @@ const (
 	FetchAnswerBytes = 3 << 20
 )
 
-// ServerOptions set a server's message bounds to MaxMessageBytes both ways.
+// MaxConcurrentStreams bounds the calls one connection may have open at once on a
+// Mandible, Thorax or agent server (gRPC sets no bound of its own): a peer that opens
+// streams without end holds at most this many handlers. A Thorax's calls to Mandible
+// and an agent's to its Thorax stay far below it; past it, a call waits in its client
+// for room.
+const MaxConcurrentStreams = 1024
+
+// ServerOptions set a server's message bounds to MaxMessageBytes both ways, and its
+// streams per connection to MaxConcurrentStreams.
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
+		grpc.MaxConcurrentStreams(MaxConcurrentStreams)}
 }
 
 // DialOption sets a client's message bounds to MaxMessageBytes both ways.
