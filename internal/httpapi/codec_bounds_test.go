@@ -57,7 +57,8 @@ func TestCodecEndpointRefusesBodyPastItsLimitUnread(t *testing.T) {
 
 	for _, declared := range []bool{false, true} {
 		read.Store(0)
-		status, answer := postHostileBody(t, srv.Listener.Addr().String(), "/codec/decode", declared)
+		status, answer := postHostileBody(t, srv.Listener.Addr().String(), "/codec/decode", declared,
+			"Authorization: Bearer "+codecToken+"\r\nContent-Type: application/json\r\n")
 		require.LessOrEqual(t, read.Load(), int64(httpapi.DefaultCodecMaxBody+1), "bytes of the body read, declared length %v", declared)
 		require.Equal(t, http.StatusRequestEntityTooLarge, status, "declared length %v: %s", declared, answer)
 		var problem struct {
@@ -76,11 +77,11 @@ func TestCodecEndpointRefusesBodyPastItsLimitUnread(t *testing.T) {
 	require.Equal(t, "echo within-limit", decodedString(t, resp))
 }
 
-// postHostileBody POSTs 64 MiB of whitespace to path at addr with the read token,
-// its length declared or chunked, over a connection of its own: the body is written
-// while the answer is read, since a server that stops reading answers before the
-// body has been sent. It returns the answer's status and body.
-func postHostileBody(t *testing.T, addr, path string, declared bool) (int, []byte) {
+// postHostileBody POSTs 64 MiB of whitespace to path at addr with the header lines
+// given, its length declared or chunked, over a connection of its own: the body is
+// written while the answer is read, since a server that stops reading answers before
+// the body has been sent. It returns the answer's status and body.
+func postHostileBody(t *testing.T, addr, path string, declared bool, header string) (int, []byte) {
 	t.Helper()
 	const hostile = 64 << 20
 	conn, err := net.Dial("tcp", addr)
@@ -90,8 +91,7 @@ func postHostileBody(t *testing.T, addr, path string, declared bool) (int, []byt
 	if declared {
 		framing = "Content-Length: " + strconv.Itoa(hostile)
 	}
-	head := "POST " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + codecToken +
-		"\r\nContent-Type: application/json\r\n" + framing + "\r\n\r\n"
+	head := "POST " + path + " HTTP/1.1\r\nHost: " + addr + "\r\n" + header + framing + "\r\n\r\n"
 	go func() {
 		// Errors end the writing: the server closes the connection once it has answered.
 		if _, err := io.WriteString(conn, head); err != nil {

@@ -96,6 +96,9 @@ func (s *Sessions) csrf(value string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// maxFormBody bounds a form CheckWrite reads for its CSRF field.
+const maxFormBody = 64 << 10
+
 // CheckWrite checks a state-changing request made with a session: its Origin (or,
 // without one, its Referer) must be this server, and it must carry the session's CSRF
 // token in CSRFHeader or, for a form, CSRFField.
@@ -105,6 +108,9 @@ func CheckWrite(r *http.Request, csrf string) error {
 	}
 	got := r.Header.Get(CSRFHeader)
 	if got == "" && strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		// A form is read whole to find the field (up to 10 MB, net/http's own cap),
+		// before any handler's bound applies: the console's forms are small.
+		r.Body = http.MaxBytesReader(nil, r.Body, maxFormBody)
 		got = r.PostFormValue(CSRFField)
 	}
 	if got == "" || !hmac.Equal([]byte(got), []byte(csrf)) {
