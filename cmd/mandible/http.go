@@ -37,8 +37,11 @@ func listenHTTP(cfg config.HTTP, logger *slog.Logger) (net.Listener, error) {
 		return nil, fmt.Errorf("http.listen %s: %w", cfg.Listen, err)
 	}
 	// Past the cap a connection waits in the backlog until one closes; the timeouts
-	// of httpServer close those that hold one without using it.
-	l = netutil.LimitListener(l, cfg.MaxConnections)
+	// of httpServer close those that hold one without using it. Validate wants a cap;
+	// a section built without one (zero) has none.
+	if cfg.MaxConnections > 0 {
+		l = netutil.LimitListener(l, cfg.MaxConnections)
+	}
 	if tlsCfg != nil {
 		return tls.NewListener(l, tlsCfg), nil
 	}
