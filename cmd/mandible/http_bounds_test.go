@@ -201,6 +201,9 @@ func TestHTTPServerTimeoutsAndStreamCaps(t *testing.T) {
 		require.Equal(t, http.StatusTooManyRequests, b2.status, b2.detail)
 		require.Contains(t, b2.detail, "sse.max_streams)")
 
+		_, metrics := get("http://" + addr + "/metrics")
+		require.Contains(t, string(metrics), `mantis_http_refusals_total{reason="too_many_streams"} 2`)
+
 		a2.cancel()
 		require.Eventually(t, func() bool {
 			b := openStream(t, addr, streamSecretB)

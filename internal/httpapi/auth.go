@@ -39,6 +39,7 @@ const (
 	refusedUnauthenticated = "unauthenticated"
 	refusedForbidden       = "forbidden"
 	refusedRateLimited     = "rate_limited"
+	refusedTooManyStreams  = "too_many_streams"
 )
 
 // gate authenticates API calls and checks their scope, logging and counting every
@@ -57,7 +58,8 @@ type gate struct {
 func newGate(keys *apitoken.Keyring, logger *slog.Logger, reg prometheus.Registerer) *gate {
 	g := &gate{keys: keys, logger: logger, limiter: NewAuthLimiter(AuthLimit{}), refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mantis_http_refusals_total",
-		Help: "HTTP API calls refused: unauthenticated (no or unknown token), forbidden (scope too narrow) or rate_limited (too many unknown tokens from the address).",
+		Help: "HTTP API calls refused: unauthenticated (no or unknown token), forbidden (scope too narrow), " +
+			"rate_limited (too many unknown tokens from the address) or too_many_streams (an event stream past a cap).",
 	}, []string{"reason"})}
 	if reg != nil {
 		reg.MustRegister(g.refusals)

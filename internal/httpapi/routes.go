@@ -123,7 +123,7 @@ func New(opts Options) http.Handler {
 	})
 	mux.Handle(apiCatchAll, apiMux)
 	if opts.Events != nil {
-		streams := newStreamGate(opts.Streams, s.logger)
+		streams := newStreamGate(opts.Streams, s.logger, g.refusals)
 		mux.Handle("/sse/", g.authenticate(g.needs(apitoken.ScopeRead, noteActor(streams.wrap(opts.Events)))))
 	}
 	return newInstrument(s.logger, reg).wrap(mux)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mantis-deploy/mantis/internal/api"
 )
 
@@ -33,20 +35,22 @@ const streamRetryAfter = 5
 type streamGate struct {
 	limits StreamLimits
 	logger *slog.Logger
+	// refusals counts each refused stream, as mantis_http_refusals_total.
+	refusals *prometheus.CounterVec
 
 	mu       sync.Mutex
 	open     int
 	byCaller map[string]int
 }
 
-func newStreamGate(limits StreamLimits, logger *slog.Logger) *streamGate {
+func newStreamGate(limits StreamLimits, logger *slog.Logger, refusals *prometheus.CounterVec) *streamGate {
 	if limits.Max <= 0 {
 		limits.Max = defaultMaxStreams
 	}
 	if limits.PerCaller <= 0 {
 		limits.PerCaller = defaultMaxStreamsPerCaller
 	}
-	return &streamGate{limits: limits, logger: logger, byCaller: map[string]int{}}
+	return &streamGate{limits: limits, logger: logger, refusals: refusals, byCaller: map[string]int{}}
 }
 
 // acquire counts a stream of caller, or says why it is refused.
@@ -79,6 +83,7 @@ func (g *streamGate) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller := actor(r)
 		if why := g.acquire(caller); why != "" {
+			g.refusals.WithLabelValues(refusedTooManyStreams).Inc()
 			g.logger.WarnContext(r.Context(), "event stream refused", "actor", caller, "reason", why)
 			w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
 			api.WriteError(w, r, http.StatusTooManyRequests, api.CodeTooManyStreams, why)
