@@ -30,6 +30,10 @@ const (
 	// zero: Temporal refuses a payload past 2 MiB by default, and a call carries a
 	// few of them, base64 inside JSON.
 	DefaultCodecMaxBody = 8 << 20
+	// codecInFlight bounds the codec requests a replica reads and decodes at once, so
+	// that their bodies together stay under codecInFlight × MaxBodyBytes (64 MiB by
+	// default) however many connections send them; more wait for a turn.
+	codecInFlight = 8
 )
 
 // CodecOptions configure the codec endpoint.
@@ -85,6 +89,7 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 	origin := originOf(opts.UIURL)
 	codec := http.StripPrefix(CodecPrefix, converter.NewPayloadCodecHTTPHandler(opts.Codec))
 
+	turns := make(chan struct{}, codecInFlight)
 	mux := http.NewServeMux()
 	mux.Handle(SignInPath, signInHandler(opts, sessions))
 	mux.HandleFunc(CodecPrefix+"/", func(w http.ResponseWriter, r *http.Request) {
@@ -118,6 +123,12 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			return
 		}
 		opts.Logger.DebugContext(r.Context(), "codec request", "path", r.URL.Path, "token", t.Name)
+		select {
+		case turns <- struct{}{}:
+			defer func() { <-turns }()
+		case <-r.Context().Done():
+			return // the caller left while waiting
+		}
 		if !bufferBody(w, r, opts.MaxBodyBytes) {
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "body_too_large", "token", t.Name, "limit", opts.MaxBodyBytes)
 			return

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,4 +125,62 @@ func postHostileBody(t *testing.T, addr, path string, declared bool, header stri
 	answer, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, answer
+}
+
+// Codec requests are read and decoded a few at a time, so that their bodies together
+// stay bounded however many connections send them: with eight bodies arriving slowly,
+// a ninth caller waits, and is answered once one of them goes.
+func TestCodecEndpointReadsFewBodiesAtOnce(t *testing.T) {
+	t.Parallel()
+	k := make([]byte, codec.KeySize)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	c, err := codec.New("k1", map[string][]byte{"k1": k})
+	require.NoError(t, err)
+	h := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
+		Codec: c, Keys: apitoken.NewKeyring(codecTokens()), UIURL: uiOrigin, SessionKey: c.DeriveKey("session"),
+	})
+	var read atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = countingBody{ReadCloser: r.Body, read: &read}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	const slow, started = 8, `{"payloads"`
+	var stallers []net.Conn
+	for range slow {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		_, err = io.WriteString(conn, "POST /codec/decode HTTP/1.1\r\nHost: codec\r\nAuthorization: Bearer "+codecToken+
+			"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"+started)
+		require.NoError(t, err)
+		stallers = append(stallers, conn)
+	}
+	require.Eventually(t, func() bool { return read.Load() == slow*int64(len(started)) }, 10*time.Second, 10*time.Millisecond,
+		"every slow body being read")
+
+	s := codecSetup{srv: srv, codec: c}
+	body := s.sealedBody(t, "echo waited")
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/codec/decode", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Namespace", "default")
+	req.Header.Set("Authorization", "Bearer "+codecToken)
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			resp = &http.Response{StatusCode: 0, Body: io.NopCloser(strings.NewReader(err.Error()))}
+		}
+		answered <- resp
+	}()
+	isAnswered := func() bool { return len(answered) > 0 }
+	require.Never(t, isAnswered, time.Second, 20*time.Millisecond, "a ninth body was read beside eight")
+	stallers[0].Close()
+	require.Eventually(t, isAnswered, 10*time.Second, 20*time.Millisecond, "the ninth caller is answered once a turn frees")
+	resp := <-answered
+	defer resp.Body.Close()
+	require.Equal(t, "echo waited", decodedString(t, resp))
 }
