@@ -17,10 +17,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -189,11 +192,49 @@ func (s *MandibleService) FetchPendingCommands(ctx context.Context, req *mantisv
 	}
 	cmds, err := schema.FetchPendingCommands(ctx, s.DB, schema.FetchCommandsRequest{
 		InstanceID: id, PollTargets: req.GetPollTargets(), Max: int(n), CommandIDs: ids,
+		MaxBytes: rpclimit.FetchAnswerBytes,
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, "FetchPendingCommands", err)
 	}
-	return &mantisv1.FetchPendingCommandsResponse{Commands: s.openSecrets(ctx, id, cmds)}, nil
+	return &mantisv1.FetchPendingCommandsResponse{Commands: s.fitAnswer(ctx, id, s.openSecrets(ctx, id, cmds))}, nil
+}
+
+// maxAnswerBytes bounds a FetchPendingCommands answer once its secrets are open,
+// leaving room under rpclimit.MaxMessageBytes for the message's framing.
+const maxAnswerBytes = rpclimit.MaxMessageBytes - 64<<10
+
+// fitAnswer returns the commands that fit one answer. The claim bounded them by their
+// stored size; secrets opened from files can make them larger, and what would not
+// fit goes back to the queue rather than into an answer Thorax would refuse after the
+// claim has committed. The first command is always sent.
+func (s *MandibleService) fitAnswer(ctx context.Context, instance uuid.UUID, cmds []*mantisv1.Command) []*mantisv1.Command {
+	size := 0
+	for i, c := range cmds {
+		if size += protowire.SizeBytes(proto.Size(c)); i > 0 && size > maxAnswerBytes {
+			s.release(ctx, instance, cmds[i:])
+			return cmds[:i]
+		}
+	}
+	return cmds
+}
+
+// release hands claimed commands that did not fit an answer back to the queue.
+func (s *MandibleService) release(ctx context.Context, instance uuid.UUID, cmds []*mantisv1.Command) {
+	leases := make([]schema.CommandLease, 0, len(cmds))
+	for _, c := range cmds {
+		if id, err := uuid.Parse(c.GetId()); err == nil {
+			leases = append(leases, schema.CommandLease{ID: id, Epoch: c.GetLeaseEpoch()})
+		}
+	}
+	n, err := schema.ReleaseCommands(ctx, s.DB, instance, leases)
+	if err != nil {
+		// They stay held by this instance, unknown to it: the settle loop fails them
+		// past their timeout and grace.
+		s.Logger.ErrorContext(ctx, "handing back commands that did not fit the fetch answer", "instance_id", instance, "commands", len(cmds), "err", err)
+		return
+	}
+	s.Logger.WarnContext(ctx, "handed back commands that did not fit the fetch answer", "instance_id", instance, "released", n, "max_bytes", maxAnswerBytes)
 }
 
 func commandToProto(c schema.Command) *mantisv1.Command {

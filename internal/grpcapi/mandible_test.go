@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,11 +18,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -377,4 +380,55 @@ func TestConcurrentResultsAreEachStoredOnce(t *testing.T) {
 	require.Equal(t, n, stored)
 	require.Equal(t, n, events, "one event per result")
 	require.Equal(t, n/2, analyses, "one analysis per failed result")
+}
+
+// A fetch answer stays under the message size Thorax receives, whatever is queued:
+// the claim takes only commands that keep it within rpclimit.FetchAnswerBytes, and
+// leaves the rest queued for the next fetch. The client here keeps gRPC's default
+// limit of 4 MiB, as a Thorax of a release that sets none does; twelve commands of
+// about 390 KiB each would be an answer of 4.7 MiB, refused by the client after the
+// claim committed, every one of them then held by nobody who knows it.
+func TestFetchAnswerIsBoundedBySize(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	inst := b.register(t, "thorax-a")
+	_, err := b.client.Heartbeat(b.ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1"}})
+	require.NoError(t, err)
+	env := map[string]string{}
+	for i := range 13 {
+		env[fmt.Sprintf("BULK_%d", i)] = strings.Repeat("x", 30<<10)
+	}
+	var reqs []schema.NewDispatchRequest
+	for i := range 12 {
+		reqs = append(reqs, schema.NewDispatchRequest{IdempotencyKey: fmt.Sprintf("big-%d", i), Target: "web-1", Command: "true", Priority: "normal", Env: env})
+	}
+	deliverAll(t, b, reqs)
+
+	seen := 0
+	for fetch := 1; seen < len(reqs); fetch++ {
+		require.LessOrEqual(t, fetch, 3, "twelve commands take two or three answers")
+		resp, err := b.client.FetchPendingCommands(b.ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: 100})
+		require.NoError(t, err, "fetch %d", fetch)
+		require.NotEmpty(t, resp.GetCommands())
+		require.LessOrEqual(t, proto.Size(resp), rpclimit.FetchAnswerBytes, "fetch %d", fetch)
+		seen += len(resp.GetCommands())
+	}
+	var running int
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM command_queue WHERE status = 'running'`).Scan(&running))
+	require.Equal(t, len(reqs), running, "every claimed command reached the caller")
+}
+
+// deliverAll enqueues reqs, claims and delivers them, leaving queued commands.
+func deliverAll(t *testing.T, b bundle, reqs []schema.NewDispatchRequest) {
+	t.Helper()
+	_, err := schema.EnqueueDispatchRequests(b.ctx, b.pool, reqs)
+	require.NoError(t, err)
+	claim, err := schema.ClaimPending(b.ctx, b.pool, "r1", 100)
+	require.NoError(t, err)
+	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	for i, c := range claim.Claimed {
+		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+	}
+	_, err = schema.DeliverClaimed(b.ctx, b.pool, "r1", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
+	require.NoError(t, err)
 }

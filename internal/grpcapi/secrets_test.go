@@ -1,18 +1,24 @@
 package grpcapi_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
+	"github.com/mantis-deploy/mantis/internal/rpclimit"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -76,4 +82,58 @@ func TestFetchOpensSecretEnvAndFailsACommandWhoseSecretDoesNotOpen(t *testing.T)
 	require.Equal(t, "failed", status, "it ends rather than runs without its secret")
 	require.Contains(t, reason, "another deployment or variable")
 	require.NotContains(t, reason, "s3cret")
+}
+
+// Secrets opened from files can make commands far larger than the claim measured
+// them (a reference is a few bytes, its file up to 32 KiB): what would pass the
+// message limit once opened goes back to the queue, unsent, and the next fetch hands
+// it out. Three commands of 200 such secrets each open to about 6.4 MiB apiece; the
+// first answer carries two.
+func TestFetchHandsBackCommandsTheirOpenedSecretsMakeTooLarge(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testenv.MigratedPool(t)
+	key := make([]byte, codec.KeySize)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	k, err := codec.New("k1", map[string][]byte{"k1": key})
+	require.NoError(t, err)
+	allowParallel(t, pool) // three commands of one target at once
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bulk")
+	require.NoError(t, os.WriteFile(file, bytes.Repeat([]byte("s"), secretenv.MaxFileBytes), 0o600))
+	srv := grpc.NewServer(rpclimit.ServerOptions()...)
+	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour,
+		Secrets: k, SecretResolver: secretenv.Resolver{FilesDir: dir}})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()), rpclimit.DialOption())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	b := bundle{ctx: ctx, pool: pool, client: mantisv1.NewMandibleServiceClient(conn)}
+	inst := b.register(t, "thorax-a")
+	_, err = b.client.Heartbeat(ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1"}})
+	require.NoError(t, err)
+	env := map[string]string{}
+	for i := range 200 {
+		name := fmt.Sprintf("S_%d", i)
+		env[name], err = secretenv.Seal(k, "", name, "file:"+file)
+		require.NoError(t, err)
+	}
+	var reqs []schema.NewDispatchRequest
+	for i := range 3 {
+		reqs = append(reqs, schema.NewDispatchRequest{IdempotencyKey: fmt.Sprintf("big-%d", i), Target: "web-1", Command: "true", Priority: "normal", Env: env})
+	}
+	deliverAll(t, b, reqs)
+
+	first, err := b.client.FetchPendingCommands(ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: 10})
+	require.NoError(t, err)
+	require.Equal(t, 2, len(first.GetCommands()), "the third would pass the message limit")
+	require.Less(t, proto.Size(first), rpclimit.MaxMessageBytes)
+	second, err := b.client.FetchPendingCommands(ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: 10})
+	require.NoError(t, err)
+	require.Equal(t, 1, len(second.GetCommands()), "the command handed back is claimed again")
+	require.EqualValues(t, 2, second.GetCommands()[0].GetLeaseEpoch())
 }

@@ -49,10 +49,10 @@ WITH locked AS (
     FOR UPDATE OF c SKIP LOCKED
 ), due AS (
     SELECT id FROM (
-        SELECT id, sum(size) OVER (ORDER BY priority_rank, created_at, id ROWS UNBOUNDED PRECEDING) - size AS before
+        SELECT id, size, sum(size) OVER (ORDER BY priority_rank, created_at, id ROWS UNBOUNDED PRECEDING) - size AS before
         FROM locked
     ) s
-    WHERE before < $5::bigint
+    WHERE before = 0 OR before + size <= $5::bigint
 ), claimed AS (
     UPDATE command_queue c
     SET status = 'running', holder_instance_id = $1::uuid, lease_epoch = c.lease_epoch + 1, claimed_at = now()
@@ -99,7 +99,7 @@ type ClaimCommandsRow struct {
 // targets assigned to it and of the poll-mode targets it names, restricted to
 // command_ids when that is not empty — each at a new lease epoch, in claim order:
 // highest priority, then oldest; a poll target only when the instance's scope lets it
-// serve it. It stops before the commands it has taken pass
+// serve it. It takes only commands that keep what it has taken within
 // max_bytes (their text, env and working directory as stored, plus a little for the
 // other fields), so that the answer carrying them stays under the message size both
 // ends of the call accept; the first command is always taken. The rows it locked and
