@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
@@ -91,9 +92,12 @@ func TestScheduleAndWebhookCommands(t *testing.T) {
 	_, err := runCLI(t, append([]string{"targets", "register", "web-1", "--mode", "poll", "--label", "env=prod"}, common...)...)
 	require.NoError(t, err)
 	spec := writeSpec(t, "name: nightly\ntargets: [web-1]\nsteps:\n  - {name: s, command: \"true\"}\n")
-	out, err := runCLI(t, append([]string{"schedule", "create", "nightly", "--spec", spec, "--cron", "0 3 * * *"}, common...)...)
+	// Schedules live in the Temporal namespace every package's tests share: a name of
+	// its own keeps another test's schedule out of this one.
+	name := "nightly-" + uuid.NewString()[:8]
+	out, err := runCLI(t, append([]string{"schedule", "create", name, "--spec", spec, "--cron", "0 3 * * *"}, common...)...)
 	require.NoError(t, err, out)
-	require.Contains(t, out, "schedule nightly created")
+	require.Contains(t, out, "schedule "+name+" created")
 	out, err = runCLI(t, append([]string{"schedule", "list", "-o", "json"}, common...)...)
 	require.NoError(t, err)
 	var ss []api.Schedule
@@ -104,7 +108,7 @@ func TestScheduleAndWebhookCommands(t *testing.T) {
 	require.Equal(t, 3, ss[0].NextRuns[0].UTC().Hour())
 	_, err = runCLI(t, append([]string{"schedule", "create", "x", "--spec", spec}, common...)...)
 	require.Error(t, err, "one of --cron and --every is needed")
-	out, err = runCLI(t, append([]string{"schedule", "delete", "nightly"}, common...)...)
+	out, err = runCLI(t, append([]string{"schedule", "delete", name}, common...)...)
 	require.NoError(t, err, out)
 
 	t.Setenv(webhookSecretEnv, "0123456789abcdef-secret")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/api"
@@ -21,7 +22,10 @@ func TestScheduleFiresDeploymentWorkflow(t *testing.T) {
 	t.Parallel()
 	b := setupFleet(t)
 	b.registerTargets(t, map[string]string{"web-1": "prod"})
-	body := `{"name":"nightly","every":"2s","spec":{"name":"nightly-ship","targets":["web-1"],"steps":[{"name":"s","command":"true"}]}}`
+	// Schedules live in the Temporal namespace every package's tests share: a name of
+	// its own keeps another test's schedule out of this one.
+	name := "nightly-" + uuid.NewString()[:8]
+	body := `{"name":"` + name + `","every":"2s","spec":{"name":"nightly-ship","targets":["web-1"],"steps":[{"name":"s","command":"true"}]}}`
 	require.Equal(t, http.StatusForbidden, b.call(t, "POST", "/api/v1/schedules", fleetDeploy, body, nil))
 	var created api.Schedule
 	require.Equal(t, http.StatusCreated, b.call(t, "POST", "/api/v1/schedules", fleetAdmin, body, &created))
@@ -29,7 +33,7 @@ func TestScheduleFiresDeploymentWorkflow(t *testing.T) {
 	require.Equal(t, "nightly-ship", created.Deployment)
 	require.Equal(t, http.StatusConflict, b.call(t, "POST", "/api/v1/schedules", fleetAdmin, body, nil))
 	t.Cleanup(func() {
-		_ = b.temporal.ScheduleClient().GetHandle(context.Background(), httpapi.ScheduleID("nightly")).Delete(context.Background())
+		_ = b.temporal.ScheduleClient().GetHandle(context.Background(), httpapi.ScheduleID(name)).Delete(context.Background())
 	})
 
 	var fired api.Schedule
@@ -41,19 +45,19 @@ func TestScheduleFiresDeploymentWorkflow(t *testing.T) {
 		return len(fired.RecentRuns) > 0
 	}, 60*time.Second, 500*time.Millisecond, "the schedule never fired")
 
-	desc, err := b.temporal.ScheduleClient().GetHandle(context.Background(), httpapi.ScheduleID("nightly")).Describe(context.Background())
+	desc, err := b.temporal.ScheduleClient().GetHandle(context.Background(), httpapi.ScheduleID(name)).Describe(context.Background())
 	require.NoError(t, err)
 	run := desc.Info.RecentActions[0].StartWorkflowResult
-	require.True(t, strings.HasPrefix(run.WorkflowID, httpapi.ScheduledWorkflowPrefix+"nightly"), run.WorkflowID)
+	require.True(t, strings.HasPrefix(run.WorkflowID, httpapi.ScheduledWorkflowPrefix+name), run.WorkflowID)
 	wf, err := b.temporal.DescribeWorkflow(context.Background(), run.WorkflowID, run.FirstExecutionRunID)
 	require.NoError(t, err)
 	info := wf.RawResponse.GetWorkflowExecutionInfo()
 	require.Equal(t, workflows.DeploymentWorkflowType, info.GetType().GetName())
 	require.Equal(t, b.tsrv.TaskQueue, info.GetTaskQueue())
 
-	require.Equal(t, http.StatusNoContent, b.call(t, "DELETE", "/api/v1/schedules/nightly", fleetAdmin, "", nil))
-	require.Equal(t, http.StatusNotFound, b.call(t, "DELETE", "/api/v1/schedules/nightly", fleetAdmin, "", nil))
-	_, err = b.temporal.ScheduleClient().GetHandle(context.Background(), httpapi.ScheduleID("nightly")).Describe(context.Background())
+	require.Equal(t, http.StatusNoContent, b.call(t, "DELETE", "/api/v1/schedules/"+name, fleetAdmin, "", nil))
+	require.Equal(t, http.StatusNotFound, b.call(t, "DELETE", "/api/v1/schedules/"+name, fleetAdmin, "", nil))
+	_, err = b.temporal.ScheduleClient().GetHandle(context.Background(), httpapi.ScheduleID(name)).Describe(context.Background())
 	require.Error(t, err, "the Temporal Schedule is gone")
 }
 
