@@ -233,12 +233,16 @@ var (
 )
 
 // replay writes the events after `after` up to `through` that match f, from the log,
-// and returns the position reached. It reads at most MaxReplay ids of the log: from
-// further back it writes a reset event first and goes on from there.
+// and returns the position reached. A stream of the whole log reads at most MaxReplay
+// ids of it: from further back it writes a reset event first and goes on from there.
+// A deployment's stream reads that deployment's events alone (by its index), however
+// far back: a client following a deployment that ended long ago gets its end.
 func (h *handler) replay(ctx context.Context, out *streamWriter, f filter, after, through int64) (int64, error) {
-	after, err := h.resetIfTooFarBack(out, after, through)
-	if err != nil {
-		return after, err
+	if f.deploymentID == nil {
+		var err error
+		if after, err = h.resetIfTooFarBack(out, after, through); err != nil {
+			return after, err
+		}
 	}
 	for after < through {
 		events, err := schema.ReadEvents(ctx, h.broker.opts.DB, after, through, f.schemaFilter(), h.opts.ReplayPage)

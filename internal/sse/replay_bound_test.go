@@ -39,4 +39,11 @@ func TestReplayFromTooFarBackIsBoundedByAReset(t *testing.T) {
 
 	near := b.open(t, "/sse/events?target=web-9", openOptions{lastEventID: strconv.FormatInt(wanted-maxReplay, 10)}).start()
 	require.Equal(t, []int64{wanted}, ids(near.live(t)), "resuming within the bound: no reset")
+
+	// A deployment's stream reads that deployment's events by its index, so it is not
+	// bounded: following a deployment from its start gets every event, its end too.
+	dep := b.open(t, "/sse/deployments/"+b.a.String(), openOptions{lastEventID: strconv.FormatInt(first-1, 10)}).start()
+	all := dep.until(t, wanted)
+	require.Len(t, all, 3*maxReplay+2, "every event of the deployment, no reset")
+	require.Equal(t, first, all[0].id)
 }
