@@ -71,6 +71,17 @@ func RegisterInstance(ctx context.Context, db TxBeginner, in NewInstance) (uuid.
 	return id, nil
 }
 
+// InstanceMayReport says whether instance may store a result of command reported for
+// target as far as its scope goes: it holds the command (whatever its scope says of
+// the target now), or its scope lets it serve target.
+func InstanceMayReport(ctx context.Context, db DB, instance, command uuid.UUID, target string) (bool, error) {
+	ok, err := queries.InstanceMayReport(ctx, db, dbsqlc.InstanceMayReportParams{InstanceID: instance, CommandID: command, Target: target})
+	if err != nil {
+		return false, fmt.Errorf("reading the scope of thorax instance %s: %w", instance, err)
+	}
+	return ok, nil
+}
+
 // InstanceMayServe says whether instance's scope lets it serve target.
 func InstanceMayServe(ctx context.Context, db DB, instance uuid.UUID, target string) (bool, error) {
 	ok, err := queries.InstanceMayServe(ctx, db, dbsqlc.InstanceMayServeParams{InstanceID: instance, Target: target})

@@ -83,9 +83,10 @@ func (s *MandibleService) scopeOf(cert string) (schema.InstanceScope, bool) {
 
 // authorizeScope refuses a result forwarded for target by an instance whose
 // certificate's scope does not let it serve that target: a Thorax key reaches only the
-// targets thorax.scopes gives it. An unscoped certificate, or a result that names no
-// target, is not checked here.
-func (s *MandibleService) authorizeScope(ctx context.Context, instance uuid.UUID, target string) error {
+// targets thorax.scopes gives it. An unscoped certificate, a result that names no
+// target, and the holder of the command (whose claim its scope allowed) are not
+// checked here.
+func (s *MandibleService) authorizeScope(ctx context.Context, instance, command uuid.UUID, target string) error {
 	caller, ok := identity.FromContext(ctx)
 	if !ok || target == "" {
 		return nil
@@ -93,7 +94,7 @@ func (s *MandibleService) authorizeScope(ctx context.Context, instance uuid.UUID
 	if _, scoped := s.scopeOf(caller.Name); !scoped {
 		return nil
 	}
-	may, err := schema.InstanceMayServe(ctx, s.DB, instance, target)
+	may, err := schema.InstanceMayReport(ctx, s.DB, instance, command, target)
 	if err != nil {
 		return s.toStatus(ctx, "checking the instance's scope", err)
 	}

@@ -284,7 +284,7 @@ func (s *MandibleService) StoreCommandResult(ctx context.Context, req *mantisv1.
 	if r == nil {
 		return nil, invalid("result", "required")
 	}
-	if err := s.authorizeScope(ctx, id, req.GetTarget()); err != nil {
+	if err := s.authorizeScope(ctx, id, cmd, req.GetTarget()); err != nil {
 		return nil, err
 	}
 	// Any bytes are accepted; only their amount is bounded, keeping the end.

@@ -75,6 +75,23 @@ func TestThoraxCertificateServesOnlyItsScope(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, may, "a label an admin set brings a target into scope")
 
+	// A holder's own result is stored whatever its scope says of the target now: an
+	// admin relabelling a target does not strand what its instance already runs.
+	_, err = schema.RegisterTarget(b.ctx, b.pool, schema.NewTarget{Name: "edge-7", Mode: schema.ModePoll,
+		Labels: map[string]string{"region": "eu"}}, time.Hour)
+	require.NoError(t, err)
+	_, err = eu.Heartbeat(b.ctx, &mantisv1.HeartbeatRequest{InstanceId: euInst, PollTargets: []string{"web-eu-1", "edge-7"}})
+	require.NoError(t, err)
+	edgeCmd := b.dispatch(t, "edge-1", "edge-7", nil)
+	resp, err = eu.FetchPendingCommands(b.ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: euInst, PollTargets: []string{"edge-7"}, MaxCommands: 10})
+	require.NoError(t, err)
+	require.Len(t, resp.GetCommands(), 1)
+	_, err = b.pool.Exec(b.ctx, `UPDATE targets SET labels = '{"region": "us"}' WHERE name = 'edge-7'`)
+	require.NoError(t, err)
+	_, err = eu.StoreCommandResult(b.ctx, &mantisv1.StoreCommandResultRequest{InstanceId: euInst, CommandId: edgeCmd.String(), LeaseEpoch: 1,
+		Target: "edge-7", Result: &mantisv1.CommandResult{ExitCode: 0}})
+	require.NoError(t, err, "the holder's result")
+
 	instances, err := schema.ListThoraxInstances(b.ctx, b.pool, time.Hour)
 	require.NoError(t, err)
 	byName := map[string]bool{}

@@ -105,3 +105,13 @@ SELECT coalesce((
     SELECT thorax_may_serve(i.scope_patterns, i.scope_labels, @target::text,
                             (SELECT labels FROM targets WHERE name = @target::text))
     FROM thorax_instances i WHERE i.id = @instance_id::uuid), false)::bool AS may_serve;
+
+-- name: InstanceMayReport :one
+-- InstanceMayReport says whether the instance may store a result of the command for
+-- the named target as far as its scope goes: it holds the command, or its scope lets
+-- it serve the target (false for an unknown instance).
+SELECT coalesce((
+    SELECT (SELECT c.holder_instance_id FROM command_queue c WHERE c.id = @command_id::uuid) IS NOT DISTINCT FROM i.id
+        OR thorax_may_serve(i.scope_patterns, i.scope_labels, @target::text,
+                            (SELECT labels FROM targets WHERE name = @target::text))
+    FROM thorax_instances i WHERE i.id = @instance_id::uuid), false)::bool AS may_report;

@@ -43,6 +43,30 @@ func (q *Queries) InstanceCertificate(ctx context.Context, db DBTX, id uuid.UUID
 	return cert_name, err
 }
 
+const instanceMayReport = `-- name: InstanceMayReport :one
+SELECT coalesce((
+    SELECT (SELECT c.holder_instance_id FROM command_queue c WHERE c.id = $1::uuid) IS NOT DISTINCT FROM i.id
+        OR thorax_may_serve(i.scope_patterns, i.scope_labels, $2::text,
+                            (SELECT labels FROM targets WHERE name = $2::text))
+    FROM thorax_instances i WHERE i.id = $3::uuid), false)::bool AS may_report
+`
+
+type InstanceMayReportParams struct {
+	CommandID  uuid.UUID
+	Target     string
+	InstanceID uuid.UUID
+}
+
+// InstanceMayReport says whether the instance may store a result of the command for
+// the named target as far as its scope goes: it holds the command, or its scope lets
+// it serve the target (false for an unknown instance).
+func (q *Queries) InstanceMayReport(ctx context.Context, db DBTX, arg InstanceMayReportParams) (bool, error) {
+	row := db.QueryRow(ctx, instanceMayReport, arg.CommandID, arg.Target, arg.InstanceID)
+	var may_report bool
+	err := row.Scan(&may_report)
+	return may_report, err
+}
+
 const instanceMayServe = `-- name: InstanceMayServe :one
 SELECT coalesce((
     SELECT thorax_may_serve(i.scope_patterns, i.scope_labels, $1::text,
