@@ -1,17 +1,22 @@
 package httpapi_test
 
 import (
+	"crypto/rand"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
+	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
@@ -108,4 +113,53 @@ func TestUnknownBearerTokensAreRateLimitedPerAddress(t *testing.T) {
 	}
 	code, _ := bearerCall(t, http.MethodGet, api.URL+"/api/v1/targets", "")
 	require.Equal(t, http.StatusUnauthorized, code, "no token is no guess")
+}
+
+// A session cookie Mandible signed that has since expired is a person's stale Web UI
+// tab, which goes on decoding with it: refused, but never counted as a guess, so that
+// it does not hold back every caller behind the same address. A forged cookie counts.
+func TestExpiredSessionCookiesAreNotCountedAsGuesses(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	k := make([]byte, codec.KeySize)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	c, err := codec.New("k1", map[string][]byte{"k1": k})
+	require.NoError(t, err)
+	srv := httptest.NewServer(httpapi.NewCodecEndpoint(httpapi.CodecOptions{
+		Codec: c, Keys: apitoken.NewKeyring(codecTokens()), UIURL: uiOrigin + "/namespaces/default",
+		SessionKey: c.DeriveKey("session"), SessionTTL: time.Minute, Now: clock,
+	}))
+	t.Cleanup(srv.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	_, _, got := signInFrom(t, client, srv.URL, codecToken)
+	require.True(t, got, "signed in")
+	now.Add(int64(2 * time.Minute)) // the session has expired
+
+	call := func(cookie string) int {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/codec/decode", strings.NewReader(`{"payloads":[]}`))
+		require.NoError(t, err)
+		if cookie == "" {
+			for _, ck := range jar.Cookies(req.URL) {
+				req.AddCookie(ck)
+			}
+		} else {
+			req.AddCookie(&http.Cookie{Name: httpapi.SessionCookie, Value: cookie})
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 3 * failedCredentials {
+		require.Equal(t, http.StatusUnauthorized, call(""), "stale tab, call %d", i)
+	}
+	for i := range failedCredentials {
+		require.Equal(t, http.StatusUnauthorized, call("forged|"+strconv.Itoa(i)), "forged cookie %d", i)
+	}
+	require.Equal(t, http.StatusTooManyRequests, call("forged|again"), "forged cookies are guesses")
 }

@@ -115,7 +115,7 @@ func NewCodecEndpoint(opts CodecOptions) http.Handler {
 			t, ok = console, true
 		}
 		if !ok {
-			if presentsCredential(r) {
+			if guessed(r, sessions) {
 				opts.AuthLimiter.Fail(r)
 			}
 			opts.Logger.WarnContext(r.Context(), "codec request refused", "reason", "unauthenticated")
@@ -183,14 +183,17 @@ func codecCaller(r *http.Request, keys *apitoken.Keyring, sessions sessionSigner
 	return apitoken.Token{}, false
 }
 
-// presentsCredential reports whether r carries a bearer token or a session cookie:
-// a refusal of one is a failed guess for the limiter, a bare call is not.
-func presentsCredential(r *http.Request) bool {
+// guessed reports whether r's refused credential counts as a guess for the limiter: a
+// bearer token, or a session cookie Mandible did not sign. A cookie it signed that has
+// expired, or whose token was revoked, is a person's stale tab (the Web UI goes on
+// decoding with it), not a guess, and a bare call is none either: counting those would
+// hold back every caller behind the same address.
+func guessed(r *http.Request, sessions sessionSigner) bool {
 	if r.Header.Get("Authorization") != "" {
 		return true
 	}
-	_, err := r.Cookie(SessionCookie)
-	return err == nil
+	c, err := r.Cookie(SessionCookie)
+	return err == nil && !sessions.signed(c.Value)
 }
 
 // corsAllowed sets the CORS headers for origin and reports whether the request may go

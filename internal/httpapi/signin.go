@@ -34,6 +34,12 @@ func (s sessionSigner) issue(name string) (string, time.Time) {
 	return payload + "|" + s.mac(payload), expires
 }
 
+// signed reports whether value carries this signer's MAC, whether or not it expired.
+func (s sessionSigner) signed(value string) bool {
+	i := strings.LastIndexByte(value, '|')
+	return len(s.key) > 0 && i >= 0 && hmac.Equal([]byte(value[i+1:]), []byte(s.mac(value[:i])))
+}
+
 func (s sessionSigner) verify(value string) (string, bool) {
 	i := strings.LastIndexByte(value, '|')
 	if len(s.key) == 0 || i < 0 {
