@@ -120,23 +120,31 @@ func (l *AuthLimiter) Fail(r *http.Request) {
 		l.sources[src] = lim
 	}
 	l.mu.Unlock()
-	lim.AllowN(now, 1)
+	// Reserve, never cancelled: a failure always costs its token, into debt when the
+	// budget is spent, so that guesses sent together while the source was still
+	// admitted each lengthen its wait rather than pass for one.
+	lim.ReserveN(now, 1)
 }
 
 // evict makes room for one source: it forgets every source whose budget is whole
-// again (it holds nothing a new entry would not), and an arbitrary one when none is.
+// again (it holds nothing a new entry would not), and when none is, the one held the
+// least (most tokens back), so that a source deep in debt is the last forgotten.
 // Called with mu held.
 func (l *AuthLimiter) evict(now time.Time) {
+	var least netip.Prefix
+	most := math.Inf(-1)
 	for src, lim := range l.sources {
-		if lim.TokensAt(now) >= float64(l.limit.Burst) {
+		tokens := lim.TokensAt(now)
+		if tokens >= float64(l.limit.Burst) {
 			delete(l.sources, src)
+			continue
+		}
+		if tokens > most {
+			least, most = src, tokens
 		}
 	}
-	for src := range l.sources {
-		if len(l.sources) < l.limit.Sources {
-			return
-		}
-		delete(l.sources, src)
+	if len(l.sources) >= l.limit.Sources {
+		delete(l.sources, least)
 	}
 }
 

@@ -95,3 +95,28 @@ func TestAuthLimiterMemoryIsBounded(t *testing.T) {
 	require.True(t, l.Held(httptest.NewRecorder(), from("[2001:db8::ffff]:1")), "an IPv6 address counts by its /64")
 	require.False(t, l.Held(httptest.NewRecorder(), from("192.0.2.1:2000")), "the first address was forgotten to make room")
 }
+
+// Failures sent together while the source was still admitted each cost a token, into
+// debt: the wait grows with them, rather than ten guesses passing for one. When the
+// table is full, the source held the least is forgotten, not one deep in debt.
+func TestAuthLimiterChargesEveryFailureAndForgetsTheLeastHeld(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	l := httpapi.NewAuthLimiter(httpapi.AuthLimit{Burst: 1, Every: time.Minute, Sources: 2, Now: clock.Now})
+	from := func(addr string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/signin", nil)
+		r.RemoteAddr = addr
+		return r
+	}
+	for range 10 { // ten guesses in flight at once, all admitted before the first failed
+		l.Fail(from("192.0.2.1:1000"))
+	}
+	w := httptest.NewRecorder()
+	require.True(t, l.Held(w, from("192.0.2.1:1000")))
+	require.Equal(t, "600", w.Header().Get("Retry-After"), "ten failures, ten minutes")
+
+	l.Fail(from("192.0.2.2:1000")) // one minute of debt
+	l.Fail(from("192.0.2.3:1000")) // the table is full: one of the two must go
+	require.True(t, l.Held(httptest.NewRecorder(), from("192.0.2.1:1")), "the source deep in debt is kept")
+	require.False(t, l.Held(httptest.NewRecorder(), from("192.0.2.2:1")), "the source held the least was forgotten")
+}
