@@ -82,15 +82,6 @@ func InstanceMayReport(ctx context.Context, db DB, instance, command uuid.UUID, 
 	return ok, nil
 }
 
-// InstanceMayServe says whether instance's scope lets it serve target.
-func InstanceMayServe(ctx context.Context, db DB, instance uuid.UUID, target string) (bool, error) {
-	ok, err := queries.InstanceMayServe(ctx, db, dbsqlc.InstanceMayServeParams{InstanceID: instance, Target: target})
-	if err != nil {
-		return false, fmt.Errorf("reading the scope of thorax instance %s: %w", instance, err)
-	}
-	return ok, nil
-}
-
 // HeartbeatReply is what Mandible tells a Thorax instance on each heartbeat.
 type HeartbeatReply struct {
 	// ListenTargets are the listen-mode targets assigned to the instance.

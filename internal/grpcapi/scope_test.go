@@ -71,7 +71,7 @@ func TestThoraxCertificateServesOnlyItsScope(t *testing.T) {
 		Labels: map[string]string{"region": "eu"}}, time.Hour)
 	require.NoError(t, err)
 	require.Contains(t, []string{euInst, usInst}, labelled.AssignedInstanceID.String())
-	may, err := schema.InstanceMayServe(b.ctx, b.pool, uuid.MustParse(euInst), "cache-1")
+	may, err := schema.InstanceMayReport(b.ctx, b.pool, uuid.MustParse(euInst), uuid.Nil, "cache-1")
 	require.NoError(t, err)
 	require.True(t, may, "a label an admin set brings a target into scope")
 

@@ -30,26 +30,11 @@ import (
 // with the reason and never the value.
 func TestFetchOpensSecretEnvAndFailsACommandWhoseSecretDoesNotOpen(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	pool := testenv.MigratedPool(t)
-	key := make([]byte, codec.KeySize)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	k, err := codec.New("k1", map[string][]byte{"k1": key})
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour, Secrets: k})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	b := bundle{ctx: ctx, pool: pool, client: mantisv1.NewMandibleServiceClient(conn)}
+	b, k := setupSecrets(t, secretenv.Resolver{})
+	ctx, pool := b.ctx, b.pool
 
 	inst := b.register(t, "thorax-a")
-	_, err = b.client.Heartbeat(ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1", "web-2"}})
+	_, err := b.client.Heartbeat(ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1", "web-2"}})
 	require.NoError(t, err)
 	good, err := secretenv.Seal(k, "", "TOKEN", "s3cret-good")
 	require.NoError(t, err)
@@ -91,30 +76,14 @@ func TestFetchOpensSecretEnvAndFailsACommandWhoseSecretDoesNotOpen(t *testing.T)
 // first answer carries two.
 func TestFetchHandsBackCommandsTheirOpenedSecretsMakeTooLarge(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	pool := testenv.MigratedPool(t)
-	key := make([]byte, codec.KeySize)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	k, err := codec.New("k1", map[string][]byte{"k1": key})
-	require.NoError(t, err)
-	allowParallel(t, pool) // three commands of one target at once
 	dir := t.TempDir()
 	file := filepath.Join(dir, "bulk")
 	require.NoError(t, os.WriteFile(file, bytes.Repeat([]byte("s"), secretenv.MaxFileBytes), 0o600))
-	srv := grpc.NewServer(rpclimit.ServerOptions()...)
-	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour,
-		Secrets: k, SecretResolver: secretenv.Resolver{FilesDir: dir}})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()), rpclimit.DialOption())
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	b := bundle{ctx: ctx, pool: pool, client: mantisv1.NewMandibleServiceClient(conn)}
+	b, k := setupSecrets(t, secretenv.Resolver{FilesDir: dir})
+	ctx := b.ctx
+	allowParallel(t, b.pool) // three commands of one target at once
 	inst := b.register(t, "thorax-a")
-	_, err = b.client.Heartbeat(ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1"}})
+	_, err := b.client.Heartbeat(ctx, &mantisv1.HeartbeatRequest{InstanceId: inst, PollTargets: []string{"web-1"}})
 	require.NoError(t, err)
 	env := map[string]string{}
 	for i := range 200 {
@@ -136,4 +105,28 @@ func TestFetchHandsBackCommandsTheirOpenedSecretsMakeTooLarge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, len(second.GetCommands()), "the command handed back is claimed again")
 	require.EqualValues(t, 2, second.GetCommands()[0].GetLeaseEpoch())
+}
+
+// setupSecrets serves MandibleService on a plaintext loopback server, opening secret
+// env with a random codec key (returned) and resolver, with the message bounds both
+// ends set in production.
+func setupSecrets(t *testing.T, resolver secretenv.Resolver) (bundle, *codec.Codec) {
+	t.Helper()
+	pool := testenv.MigratedPool(t)
+	key := make([]byte, codec.KeySize)
+	_, err := rand.Read(key)
+	require.NoError(t, err)
+	k, err := codec.New("k1", map[string][]byte{"k1": key})
+	require.NoError(t, err)
+	srv := grpc.NewServer(rpclimit.ServerOptions()...)
+	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour,
+		Secrets: k, SecretResolver: resolver})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()), rpclimit.DialOption())
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return bundle{ctx: context.Background(), pool: pool, client: mantisv1.NewMandibleServiceClient(conn)}, k
 }

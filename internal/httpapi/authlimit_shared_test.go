@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"crypto/rand"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
-	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
@@ -47,11 +45,7 @@ func TestOneAuthLimiterServesTheAPIAndTheCodecAndRefills(t *testing.T) {
 	keys := apitoken.NewKeyring([]apitoken.Token{{Name: "ci", Scope: apitoken.ScopeRead, SHA256: apitoken.Hash(good)}})
 	api := httptest.NewServer(httpapi.New(httpapi.Options{DB: testenv.MigratedPool(t), Keyring: keys, AuthLimiter: limiter}))
 	t.Cleanup(api.Close)
-	k := make([]byte, codec.KeySize)
-	_, err := rand.Read(k)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": k})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	codecSrv := httptest.NewServer(httpapi.NewCodecEndpoint(httpapi.CodecOptions{Codec: c, Keys: keys, SessionKey: c.DeriveKey("s"), AuthLimiter: limiter}))
 	t.Cleanup(codecSrv.Close)
 

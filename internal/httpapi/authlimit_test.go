@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"crypto/rand"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
-	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
@@ -123,11 +121,7 @@ func TestExpiredSessionCookiesAreNotCountedAsGuesses(t *testing.T) {
 	var now atomic.Int64
 	now.Store(time.Now().UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	k := make([]byte, codec.KeySize)
-	_, err := rand.Read(k)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": k})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	srv := httptest.NewServer(httpapi.NewCodecEndpoint(httpapi.CodecOptions{
 		Codec: c, Keys: apitoken.NewKeyring(codecTokens()), UIURL: uiOrigin + "/namespaces/default",
 		SessionKey: c.DeriveKey("session"), SessionTTL: time.Minute, Now: clock,

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
-	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 )
 
@@ -41,11 +39,7 @@ func (c countingBody) Read(p []byte) (int, error) {
 // length or not.
 func TestCodecEndpointRefusesBodyPastItsLimitUnread(t *testing.T) {
 	t.Parallel()
-	k := make([]byte, codec.KeySize)
-	_, err := rand.Read(k)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": k})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	h := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
 		Codec: c, Keys: apitoken.NewKeyring(codecTokens()), UIURL: uiOrigin, SessionKey: c.DeriveKey("session"),
 	})
@@ -132,11 +126,7 @@ func postHostileBody(t *testing.T, addr, path string, declared bool, header stri
 // a ninth caller waits, and is answered once one of them goes.
 func TestCodecEndpointReadsFewBodiesAtOnce(t *testing.T) {
 	t.Parallel()
-	k := make([]byte, codec.KeySize)
-	_, err := rand.Read(k)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": k})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	h := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
 		Codec: c, Keys: apitoken.NewKeyring(codecTokens()), UIURL: uiOrigin, SessionKey: c.DeriveKey("session"),
 	})

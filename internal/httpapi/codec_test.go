@@ -36,13 +36,20 @@ func codecTokens() []apitoken.Token {
 	return []apitoken.Token{{Name: "ops", Scope: apitoken.ScopeRead, SHA256: apitoken.Hash(codecToken)}}
 }
 
-func setupCodec(t *testing.T) codecSetup {
+// newTestCodec is a codec with one random key, k1.
+func newTestCodec(t *testing.T) *codec.Codec {
 	t.Helper()
 	k := make([]byte, codec.KeySize)
 	_, err := rand.Read(k)
 	require.NoError(t, err)
 	c, err := codec.New("k1", map[string][]byte{"k1": k})
 	require.NoError(t, err)
+	return c
+}
+
+func setupCodec(t *testing.T) codecSetup {
+	t.Helper()
+	c := newTestCodec(t)
 	keys := apitoken.NewKeyring(codecTokens())
 	h := httpapi.NewCodecEndpoint(httpapi.CodecOptions{
 		Codec:      c,

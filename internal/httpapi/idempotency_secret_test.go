@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/codec"
 )
 
 // A create under another deployment's idempotency key is no oracle for its secret:
@@ -18,11 +16,7 @@ import (
 // the secret env still take part in the comparison, as every other field does.
 func TestIdempotentCreateAnswersAlikeForAnyGuessOfASecret(t *testing.T) {
 	t.Parallel()
-	key := make([]byte, codec.KeySize)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": key})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	b, pool, _ := secretSetup(t, c)
 
 	code, first := b.createWithKey(t, "release-1", "application/json", secretSpec)

@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/codec"
 )
 
 // createWithKey posts spec to /api/v1/deployments with the Idempotency-Key header
@@ -38,11 +36,7 @@ func (b apiBundle) createWithKey(t *testing.T, key, contentType, spec string) (i
 // 409 and creates nothing, and a header that disagrees with the spec's key is 400.
 func TestCreateDeploymentIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	key := make([]byte, codec.KeySize)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": key})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	b, pool, _ := secretSetup(t, c)
 	ctx := context.Background()
 

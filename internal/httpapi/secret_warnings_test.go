@@ -2,14 +2,12 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/testenv"
 )
 
@@ -17,11 +15,7 @@ import (
 // naming it, that the agent will not mask it; a long one, or a reference, is not named.
 func TestCreateDeploymentWarnsOfSecretsTooShortToMask(t *testing.T) {
 	t.Parallel()
-	key := make([]byte, codec.KeySize)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": key})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	b, _, tsrv := secretSetup(t, c)
 
 	code, body := b.do(t, http.MethodPost, "/api/v1/deployments", `{"name":"short","targets":["web-1"],"steps":[

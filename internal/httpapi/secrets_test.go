@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/rand"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/testenv"
@@ -57,11 +55,7 @@ func TestCreateDeploymentWithSecretEnvNeedsTheCodecKeyring(t *testing.T) {
 // the deployment view shows <secret>, and a sealed value sent in is refused.
 func TestCreateDeploymentSealsSecretEnvAndTheViewRedactsIt(t *testing.T) {
 	t.Parallel()
-	key := make([]byte, codec.KeySize)
-	_, err := rand.Read(key)
-	require.NoError(t, err)
-	c, err := codec.New("k1", map[string][]byte{"k1": key})
-	require.NoError(t, err)
+	c := newTestCodec(t)
 	b, pool, tsrv := secretSetup(t, c)
 	ctx := context.Background()
 

@@ -98,14 +98,6 @@ WHERE id = @id::uuid AND status IN ('pending', 'running');
 -- InstanceCertificate reads the certificate name bound to an instance.
 SELECT cert_name FROM thorax_instances WHERE id = @id::uuid;
 
--- name: InstanceMayServe :one
--- InstanceMayServe says whether the instance's scope lets it serve the named target
--- (false for an unknown instance; an unknown target is judged by its name alone).
-SELECT coalesce((
-    SELECT thorax_may_serve(i.scope_patterns, i.scope_labels, @target::text,
-                            (SELECT labels FROM targets WHERE name = @target::text))
-    FROM thorax_instances i WHERE i.id = @instance_id::uuid), false)::bool AS may_serve;
-
 -- name: InstanceMayReport :one
 -- InstanceMayReport says whether the instance may store a result of the command for
 -- the named target as far as its scope goes: it holds the command, or its scope lets

@@ -67,27 +67,6 @@ func (q *Queries) InstanceMayReport(ctx context.Context, db DBTX, arg InstanceMa
 	return may_report, err
 }
 
-const instanceMayServe = `-- name: InstanceMayServe :one
-SELECT coalesce((
-    SELECT thorax_may_serve(i.scope_patterns, i.scope_labels, $1::text,
-                            (SELECT labels FROM targets WHERE name = $1::text))
-    FROM thorax_instances i WHERE i.id = $2::uuid), false)::bool AS may_serve
-`
-
-type InstanceMayServeParams struct {
-	Target     string
-	InstanceID uuid.UUID
-}
-
-// InstanceMayServe says whether the instance's scope lets it serve the named target
-// (false for an unknown instance; an unknown target is judged by its name alone).
-func (q *Queries) InstanceMayServe(ctx context.Context, db DBTX, arg InstanceMayServeParams) (bool, error) {
-	row := db.QueryRow(ctx, instanceMayServe, arg.Target, arg.InstanceID)
-	var may_serve bool
-	err := row.Scan(&may_serve)
-	return may_serve, err
-}
-
 const listenTargetsOf = `-- name: ListenTargetsOf :many
 SELECT name FROM targets
 WHERE assigned_instance_id = $1::uuid AND mode = 'listen' AND deregistered_at IS NULL
