@@ -39,9 +39,9 @@ run: build ## Set up and run the whole local stack (Ctrl-C stops it).
 .PHONY: test
 test: build console-tools ## Start real PostgreSQL, RabbitMQ and Temporal, run every test, stop them.
 	$(BIN)/mantisctl dev exec --test-packages --dir $(STACK_DIR)/test -- sh -c \
-		'$(GO) test $(GOTEST_FLAGS) ./... && $(GO) test -shuffle=on -count=2 -timeout 10m ./internal/devstack/'
+		'$(GO) test $(GOTEST_FLAGS) ./... && $(GO) test -shuffle=on -count=2 -timeout 10m ./internal/testrig/devstack/'
 
-# The console's browser test (internal/e2e/console_browser_test.go) drives headless
+# The console's browser test (internal/testrig/e2e/console_browser_test.go) drives headless
 # Chromium (the Debian package) and runs axe-core in its pages; axe-core is fetched with
 # npm pack into the cache, never committed.
 AXE_VERSION := 4.14.1
@@ -65,10 +65,10 @@ console-tools: ## Fetch axe-core into .mantis/cache (the console's browser test;
 TEMPORAL_SERVER_TESTS ?= TestTemporalServerKindAndPersistence|TestTemporalAuthorizerRefusesWrongIdentities|TestMandibleFirstStartOnFreshNamespaces|TestDeploymentIsFoundBySearchAttributes|TestDeploymentOnRealAgentsSucceedsAndEveryViewAgrees|TestCLIDeployWatchGetListAndRun|TestTemporalCLIStartsADeployment|TestPrepareNamespace|TestSearchAttributesFitSQLVisibility
 test-temporal-server: build ## Run the end-to-end job and the Temporal kill -9 scenario against temporal-server.
 	MANTIS_REQUIRE_TEMPORAL_SERVER=1 $(BIN)/mantisctl dev exec --temporal-server --test-packages --dir $(STACK_DIR)/test-server -- \
-		$(GO) test $(GOTEST_FLAGS) -p 1 -run '$(TEMPORAL_SERVER_TESTS)' ./internal/e2e/ ./workers/
+		$(GO) test $(GOTEST_FLAGS) -p 1 -run '$(TEMPORAL_SERVER_TESTS)' ./internal/testrig/e2e/ ./workers/
 	@mkdir -p $(STACK_DIR); rm -f $(STACK_DIR)/chaos-temporal-server.md
 	MANTIS_FAULT_TEMPORAL=server MANTIS_CHAOS_TABLE=$(abspath $(STACK_DIR))/chaos-temporal-server.md \
-		$(GO) test $(GOTEST_FLAGS) -run 'TestFastSubset/TemporalKilled$$' ./internal/chaos/; \
+		$(GO) test $(GOTEST_FLAGS) -run 'TestFastSubset/TemporalKilled$$' ./internal/testrig/chaos/; \
 		status=$$?; cat $(STACK_DIR)/chaos-temporal-server.md 2>/dev/null; exit $$status
 
 .PHONY: bench
@@ -87,7 +87,7 @@ BENCH_CHECK_OUTPUT ?= $(STACK_DIR)/bench-check.txt
 bench-check: build ## Run the short benchmarks and fail when a ratio falls below bench/floors.toml.
 	@mkdir -p $(STACK_DIR)
 	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench-check -- env MANTIS_BENCH_SHORT=1 \
-		$(GO) test -run '^$$' -bench '$(BENCH_CHECK)' -benchtime 1x -timeout 20m ./internal/e2e/ > $(BENCH_CHECK_OUTPUT); \
+		$(GO) test -run '^$$' -bench '$(BENCH_CHECK)' -benchtime 1x -timeout 20m ./internal/testrig/e2e/ > $(BENCH_CHECK_OUTPUT); \
 		status=$$?; cat $(BENCH_CHECK_OUTPUT); test $$status -eq 0
 	$(GO) run ./tools/benchcheck -floors bench/floors.toml $(BENCH_CHECK_OUTPUT)
 
@@ -97,7 +97,7 @@ bench-check: build ## Run the short benchmarks and fail when a ratio falls below
 CHAOS_TABLE ?= $(STACK_DIR)/chaos-table.md
 chaos: build ## Run every fault scenario (real server, process and link faults) and print the table.
 	@mkdir -p $(STACK_DIR); rm -f $(CHAOS_TABLE)
-	MANTIS_CHAOS=all MANTIS_CHAOS_TABLE=$(abspath $(CHAOS_TABLE)) $(GO) test -count=1 -timeout 60m ./internal/chaos/; \
+	MANTIS_CHAOS=all MANTIS_CHAOS_TABLE=$(abspath $(CHAOS_TABLE)) $(GO) test -count=1 -timeout 60m ./internal/testrig/chaos/; \
 		status=$$?; cat $(CHAOS_TABLE) 2>/dev/null; exit $$status
 
 .PHONY: fuzz
@@ -135,7 +135,7 @@ SOAK_REPORT   ?= $(STACK_DIR)/soak-report.md
 soak: build ## Hold 100 dispatch requests/s for SOAK_DURATION (10m) and check each process stays flat.
 	@mkdir -p $(STACK_DIR); rm -f $(SOAK_REPORT)
 	MANTIS_SOAK_DURATION=$(SOAK_DURATION) MANTIS_SOAK_RATE=$(SOAK_RATE) MANTIS_SOAK_REPORT=$(abspath $(SOAK_REPORT)) \
-		$(GO) test -count=1 -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) ./internal/soak/; \
+		$(GO) test -count=1 -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) ./internal/testrig/soak/; \
 		status=$$?; cat $(SOAK_REPORT) 2>/dev/null; exit $$status
 
 .PHONY: scale
@@ -155,7 +155,7 @@ scale: build ## Measure 1, 2 and 4 replicas with SCALE_AGENTS (200) agents and f
 	@mkdir -p $(STACK_DIR); rm -f $(SCALE_REPORT)
 	MANTIS_FAULT_TEMPORAL=server MANTIS_SCALE_AGENTS=$(SCALE_AGENTS) MANTIS_SCALE_REQUESTS=$(SCALE_REQUESTS) \
 		MANTIS_SCALE_REPLICAS='$(SCALE_REPLICAS)' MANTIS_SCALE_WINDOW=$(SCALE_WINDOW) MANTIS_SCALE_REPORT=$(abspath $(SCALE_REPORT)) \
-		$(GO) test -count=1 -run '^TestScale$$' -timeout $(SCALE_TIMEOUT) ./internal/scale/; \
+		$(GO) test -count=1 -run '^TestScale$$' -timeout $(SCALE_TIMEOUT) ./internal/testrig/scale/; \
 		status=$$?; cat $(SCALE_REPORT) 2>/dev/null; exit $$status
 
 .PHONY: proto

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mantis-deploy/mantis/internal/devstack"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 )
 
 // brokerDefinitions is the part of a RabbitMQ definitions file Mantis ships.

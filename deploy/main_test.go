@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // TestMain stops the servers a readiness test started when the run named no stack.

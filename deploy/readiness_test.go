@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
-	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/sdnotify"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // readinessTimeout bounds a process's start-up, servers and all, on a busy machine.

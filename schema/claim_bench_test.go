@@ -16,7 +16,7 @@ import (
 )
 
 // bareClaimSQL is the textbook SKIP LOCKED claim in one statement, the baseline of
-// BenchmarkClaimAgainstBare (as of BenchmarkDispatchClaim in internal/e2e).
+// BenchmarkClaimAgainstBare (as of BenchmarkDispatchClaim in internal/testrig/e2e).
 const bareClaimSQL = `
 	UPDATE pending_dispatch_requests
 	SET status = 'processing', claimed_by = $1, claimed_at = now()

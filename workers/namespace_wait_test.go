@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // listingClient is a Temporal client whose operator service also lists extra

@@ -23,7 +23,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -35,7 +35,7 @@ import (
 //	MANTIS_RECORD_HISTORIES=v2 go test ./workflows -run TestRecordHistories -count=1
 //
 // It runs the real workflow code in a real worker against the Temporal server of
-// internal/testenv, with stand-ins under the activities' names (the history depends
+// internal/testrig/testenv, with stand-ins under the activities' names (the history depends
 // only on the workflow code and the activity results).
 const recordHistoriesEnv = "MANTIS_RECORD_HISTORIES"
 

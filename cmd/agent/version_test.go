@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/mantis-deploy/mantis/internal/cli/clitest"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // The built agent binary answers --version with its version, the commit it was

@@ -18,8 +18,8 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
-	"github.com/mantis-deploy/mantis/internal/devstack"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // httpsCall makes a GET over client with an optional bearer token; 0 on a transport error.

@@ -27,8 +27,8 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
-	"github.com/mantis-deploy/mantis/internal/devstack"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	"github.com/mantis-deploy/mantis/schema"
 )

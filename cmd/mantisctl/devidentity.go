@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
-	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/identity"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 )
 
 // devIdentities are the certificates the local execution tier presents: the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apiclient"
-	"github.com/mantis-deploy/mantis/internal/devstack"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 )
 
 // printSummary prints where each part of the local stack is.

@@ -12,8 +12,8 @@ import (
 	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/codec"
-	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 )
 
 // Local stack addresses and names of `make run`.

@@ -19,7 +19,7 @@ import (
 )
 
 // dlqAPI stands in for Mandible's /api/v1/dlq routes (internal/httpapi serves
-// them over a real broker; internal/e2e runs this CLI against a real
+// them over a real broker; internal/testrig/e2e runs this CLI against a real
 // Mandible): it answers with a fixed listing and records what it was asked.
 type dlqAPI struct {
 	mu       sync.Mutex

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/httpapi"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // tokenFile writes apiToken to a private file and returns its path.

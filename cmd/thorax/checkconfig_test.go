@@ -14,7 +14,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/identity"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 )
 

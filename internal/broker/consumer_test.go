@@ -18,7 +18,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }

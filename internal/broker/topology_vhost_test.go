@@ -9,7 +9,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // The recovery steps of a PRECONDITION_FAILED name the vhost Mandible is configured

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/httpapi"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/httpapi"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 const secretSpec = `{"name":"with-secret","targets":["web-1"],"steps":[{"name":"s","command":"true",

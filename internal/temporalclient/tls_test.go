@@ -21,9 +21,9 @@ import (
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
-	"github.com/mantis-deploy/mantis/internal/devstack"
 	"github.com/mantis-deploy/mantis/internal/temporalclient"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // alpnVariable switches off gRPC-Go's demand (since 1.67) that a TLS server negotiate

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/grpcapi"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/thorax"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )

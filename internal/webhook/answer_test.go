@@ -13,7 +13,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/events"
-	"github.com/mantis-deploy/mantis/internal/testenv"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/webhook"
 )
 

@@ -39,8 +39,8 @@ var sqlStart = regexp.MustCompile(`(?is)^\s*(select\s.+\sfrom\s|insert\s+into\s|
 // testRigs are the packages that only tests import: fault, soak and scale rigs that
 // read the database to judge a run, not to run Mantis.
 var testRigs = map[string]bool{
-	"internal/faultenv": true, "internal/soak": true, "internal/chaos": true,
-	"internal/e2e": true, "internal/testenv": true, "internal/scale": true,
+	"internal/testrig/faultenv": true, "internal/testrig/soak": true, "internal/testrig/chaos": true,
+	"internal/testrig/e2e": true, "internal/testrig/testenv": true, "internal/testrig/scale": true,
 }
 
 var generated = regexp.MustCompile(`(?m)^// Code generated .* DO NOT EDIT\.$`)
