@@ -107,11 +107,11 @@ chaos: build ## Run every fault scenario (real server, process and link faults) 
 FUZZTIME ?= 30s
 FUZZ_TARGETS ?= internal/spec:FuzzParse internal/broker:FuzzDecodeNudge \
 	internal/config:FuzzLoadMandible internal/config:FuzzLoadThorax internal/config:FuzzLoadAgent \
-	internal/sse:FuzzStreamQuery \
-	internal/httpapi:FuzzRegisterTargetBody internal/httpapi:FuzzEnqueueDispatchBody \
-	internal/httpapi:FuzzCreateDeploymentBody internal/httpapi:FuzzDLQRequeueBody internal/httpapi:FuzzDLQPurgeBody \
-	internal/grpcapi:FuzzRegisterInstance internal/grpcapi:FuzzHeartbeat internal/grpcapi:FuzzFetchPendingCommands \
-	internal/grpcapi:FuzzStoreCommandResult internal/grpcapi:FuzzScheduleRedispatch internal/grpcapi:FuzzReleaseCommands \
+	internal/mandible/sse:FuzzStreamQuery \
+	internal/mandible/httpapi:FuzzRegisterTargetBody internal/mandible/httpapi:FuzzEnqueueDispatchBody \
+	internal/mandible/httpapi:FuzzCreateDeploymentBody internal/mandible/httpapi:FuzzDLQRequeueBody internal/mandible/httpapi:FuzzDLQPurgeBody \
+	internal/mandible/grpcapi:FuzzRegisterInstance internal/mandible/grpcapi:FuzzHeartbeat internal/mandible/grpcapi:FuzzFetchPendingCommands \
+	internal/mandible/grpcapi:FuzzStoreCommandResult internal/mandible/grpcapi:FuzzScheduleRedispatch internal/mandible/grpcapi:FuzzReleaseCommands \
 	internal/agent:FuzzRunCommand internal/agent:FuzzCancelCommand \
 	internal/thorax:FuzzPollCommands internal/thorax:FuzzReportResult
 # With MANTIS_TEST_STACK_ENV set, the servers of that stack.env are used instead.

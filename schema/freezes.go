@@ -12,7 +12,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/events"
-	"github.com/mantis-deploy/mantis/internal/freeze"
+	"github.com/mantis-deploy/mantis/internal/mandible/freeze"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 

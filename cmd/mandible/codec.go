@@ -4,10 +4,10 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
+	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 )
 
 // withCodecEndpoint serves the payload codec's endpoint and its sign-in page next to

@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/codec"
-	"github.com/mantis-deploy/mantis/internal/console"
-	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
+	"github.com/mantis-deploy/mantis/internal/mandible/console"
+	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 )
 
 // consoleSessions returns the console's sessions. With the codec's keyring the key is

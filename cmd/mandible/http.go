@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/net/netutil"
 
-	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 )
 

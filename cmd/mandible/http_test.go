@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
+	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
 	"github.com/mantis-deploy/mantis/internal/profiling"
 	"github.com/mantis-deploy/mantis/internal/secretenv"

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
-	"github.com/mantis-deploy/mantis/internal/apitoken"
 	"github.com/mantis-deploy/mantis/internal/codec"
-	"github.com/mantis-deploy/mantis/internal/httpapi"
+	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
+	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 )
 

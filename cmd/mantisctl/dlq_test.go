@@ -18,7 +18,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/broker"
 )
 
-// dlqAPI stands in for Mandible's /api/v1/dlq routes (internal/httpapi serves
+// dlqAPI stands in for Mandible's /api/v1/dlq routes (internal/mandible/httpapi serves
 // them over a real broker; internal/testrig/e2e runs this CLI against a real
 // Mandible): it answers with a fixed listing and records what it was asked.
 type dlqAPI struct {

@@ -16,7 +16,7 @@ import (
 
 // resumeStub answers GET of one deployment in a status and records the POSTs made
 // to it, answering a resume or re-run with a new deployment and a decision with its
-// record. The real routes are tested in internal/httpapi and internal/testrig/e2e.
+// record. The real routes are tested in internal/mandible/httpapi and internal/testrig/e2e.
 type resumeStub struct {
 	status string
 	newID  uuid.UUID

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mantis-deploy/mantis/internal/apitoken"
+	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 )
 
 func newTokenCommand() *cobra.Command {

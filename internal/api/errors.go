@@ -1,7 +1,7 @@
 // Package api is the contract of Mandible's HTTP API: the request and response body
 // of every route under /api/v1, the error body every route and the event streams
 // answer with, and the names of the links a deployment carries. The server
-// (internal/httpapi, internal/sse) and the client (internal/apiclient, mantisctl)
+// (internal/mandible/httpapi, internal/mandible/sse) and the client (internal/apiclient, mantisctl)
 // both use these types, so the JSON on the wire is written in one place. The
 // machine-readable description of the same contract is api/openapi.yaml at the
 // repository's root, served at OpenAPIPath; tests hold the two together.

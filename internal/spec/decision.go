@@ -38,7 +38,7 @@ const (
 	approvalCommand = "(approval)"
 )
 
-// tokenNamePattern is an API token's name (internal/apitoken): 1-64 letters, digits,
+// tokenNamePattern is an API token's name (internal/mandible/apitoken): 1-64 letters, digits,
 // '-', '_', '.', '@'.
 var tokenNamePattern = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
 

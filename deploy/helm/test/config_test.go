@@ -26,7 +26,7 @@ const (
 	placeholderPodName     = "mantis-component-5d8f7c9b6-x2x7q"
 )
 
-// Mandible's health paths (internal/httpapi routes them).
+// Mandible's health paths (internal/mandible/httpapi routes them).
 const (
 	mandibleLivenessPath  = "/healthz"
 	mandibleReadinessPath = "/readyz"

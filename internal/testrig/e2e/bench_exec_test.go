@@ -23,7 +23,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
-	"github.com/mantis-deploy/mantis/internal/grpcapi"
+	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/scale"
 	"github.com/mantis-deploy/mantis/internal/testrig/soak"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"

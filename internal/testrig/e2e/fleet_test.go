@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	mantisapi "github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/mandible/webhook"
 	"github.com/mantis-deploy/mantis/internal/spec"
-	"github.com/mantis-deploy/mantis/internal/webhook"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 

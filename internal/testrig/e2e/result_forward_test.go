@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/grpcapi"
+	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/thorax"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
