@@ -105,7 +105,7 @@ chaos: build ## Run every fault scenario (real server, process and link faults) 
 # HTTP and gRPC targets go through real handlers and servers). `go test`, and so
 # `make test`, runs their committed corpora (testdata/fuzz/) without fuzzing.
 FUZZTIME ?= 30s
-FUZZ_TARGETS ?= internal/spec:FuzzParse internal/broker:FuzzDecodeNudge \
+FUZZ_TARGETS ?= internal/contract/spec:FuzzParse internal/broker:FuzzDecodeNudge \
 	internal/config:FuzzLoadMandible internal/config:FuzzLoadThorax internal/config:FuzzLoadAgent \
 	internal/mandible/sse:FuzzStreamQuery \
 	internal/mandible/httpapi:FuzzRegisterTargetBody internal/mandible/httpapi:FuzzEnqueueDispatchBody \
@@ -194,7 +194,7 @@ codelint: ## Layout rules: functions <= 80 lines, files <= 400 (or say why), no 
 	$(GO) run ./tools/codelint .
 
 .PHONY: api-schema
-api-schema: ## Regenerate api/deployment-spec.schema.json from internal/spec's Go types.
+api-schema: ## Regenerate api/deployment-spec.schema.json from internal/contract/spec's Go types.
 	$(GO) run ./tools/specschema -o api/deployment-spec.schema.json
 
 .PHONY: fmt

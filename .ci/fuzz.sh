@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs native Go fuzz targets one after another, each for FUZZTIME: go test -fuzz takes
 # one target per invocation. Arguments are package:Target pairs, e.g.
-# internal/spec:FuzzParse. Inputs that fail are written under the package's
+# internal/contract/spec:FuzzParse. Inputs that fail are written under the package's
 # testdata/fuzz/<Target>/ (commit them: plain go test then runs them for good).
 # Every target runs even when one fails; the exit status says whether any did.
 set -u

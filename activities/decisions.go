@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/schema"
 )
 

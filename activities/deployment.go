@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
-	"github.com/mantis-deploy/mantis/internal/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/mantis-deploy/mantis/activities"
-	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )

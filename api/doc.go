@@ -2,8 +2,8 @@
 // so that Mandible serves the very files committed here: openapi.yaml (the OpenAPI
 // document of every route, at /api/v1/openapi.yaml) and
 // deployment-spec.schema.json (the JSON Schema of a deployment spec, generated from
-// internal/spec's types by `make api-schema`, at /api/v1/schemas/deployment-spec.json).
-// The Go types of the bodies are internal/api's; tests hold the document to them and
+// internal/contract/spec's types by `make api-schema`, at /api/v1/schemas/deployment-spec.json).
+// The Go types of the bodies are internal/contract/api's; tests hold the document to them and
 // to the routes.
 package apidoc
 

@@ -6,12 +6,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// The views a read of deployments fills are the API's own types (internal/api): one
+// The views a read of deployments fills are the API's own types (internal/contract/api): one
 // definition of each shape, which the HTTP API serves as it is.
 type (
 	// DeploymentView is a deployment with, when read alone, its spec and its steps.

@@ -3,7 +3,7 @@ package schema
 import (
 	"context"
 	"fmt"
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,7 +12,7 @@ import (
 )
 
 // DispatchRequestView is a dispatch request with its state and a plain reason for it:
-// the API's own type (internal/api), filled here.
+// the API's own type (internal/contract/api), filled here.
 type DispatchRequestView = api.DispatchRequest
 
 // DispatchRequestFilter selects requests to list. Zero fields do not filter.

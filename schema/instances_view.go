@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 

@@ -10,12 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// Limit is a concurrency limit: the API's own type (internal/api), filled here.
+// Limit is a concurrency limit: the API's own type (internal/contract/api), filled here.
 type Limit = api.Limit
 
 // The scopes of a limit (concurrency_limits.scope) and the default's name.

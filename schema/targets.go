@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
@@ -26,7 +26,7 @@ const (
 // Modes lists every target mode (targets.mode, command_queue.mode).
 var Modes = []string{ModePoll, ModeListen}
 
-// Target is a host Mantis runs commands on: the API's own type (internal/api),
+// Target is a host Mantis runs commands on: the API's own type (internal/contract/api),
 // filled here.
 type Target = api.Target
 

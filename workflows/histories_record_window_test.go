@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
-	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // decisionUsage says what each decision command does.

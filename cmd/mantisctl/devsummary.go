@@ -8,8 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 )
 

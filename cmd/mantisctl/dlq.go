@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/broker"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 func newDLQCommand(f *clientFlags) *cobra.Command {

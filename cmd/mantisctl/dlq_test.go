@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/broker"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // dlqAPI stands in for Mandible's /api/v1/dlq routes (internal/mandible/httpapi serves

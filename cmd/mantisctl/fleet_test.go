@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )

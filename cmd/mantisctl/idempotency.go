@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
-	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 )
 
 // idempotencyHeader is the HTTP header that carries a create request's idempotency

@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 )
 
 // outputAPI answers a deployment's stored output in two pages and an event stream

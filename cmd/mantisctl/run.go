@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mantis-deploy/mantis/internal/api"
 	"github.com/mantis-deploy/mantis/internal/apiclient"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/safetext"
-	"github.com/mantis-deploy/mantis/internal/spec"
 )
 
 // runFlags are the flags of `mantisctl run`.

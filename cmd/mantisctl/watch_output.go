@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
-	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 )
 
 // followOutput makes w print the target.output events it sees, as prefixed lines

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/liveoutput"
+	"github.com/mantis-deploy/mantis/internal/contract/liveoutput"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // Client calls one Mandible's API with a bearer token.

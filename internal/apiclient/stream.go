@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 )
 
 // Event is one server-sent event.

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mantis-deploy/mantis/internal/liveoutput"
+	"github.com/mantis-deploy/mantis/internal/contract/liveoutput"
 	"github.com/mantis-deploy/mantis/internal/rpcretry"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )

@@ -1,5 +1,5 @@
 // Command specschema writes the JSON Schema of a deployment spec, generated from
-// internal/spec's Go types, to api/deployment-spec.schema.json (or the file given
+// internal/contract/spec's Go types, to api/deployment-spec.schema.json (or the file given
 // with -o). Run it from the module's root: `make api-schema`.
 package main
 
@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/mantis-deploy/mantis/internal/spec/specschema"
+	"github.com/mantis-deploy/mantis/internal/contract/spec/specschema"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // Bounds on what a freeze may hold.

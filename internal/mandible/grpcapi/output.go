@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mantis-deploy/mantis/internal/liveoutput"
+	"github.com/mantis-deploy/mantis/internal/contract/liveoutput"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"

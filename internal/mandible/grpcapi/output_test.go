@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 
-	"github.com/mantis-deploy/mantis/internal/liveoutput"
+	"github.com/mantis-deploy/mantis/internal/contract/liveoutput"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 

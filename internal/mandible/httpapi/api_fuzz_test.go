@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )

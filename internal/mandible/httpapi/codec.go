@@ -13,7 +13,7 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 )
 

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	apidoc "github.com/mantis-deploy/mantis/api"
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // routeContract serves the API's description on mux, without a token: the

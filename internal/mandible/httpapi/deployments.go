@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
 

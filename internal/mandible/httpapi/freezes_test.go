@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 )
 
 const prodSpec = `{"name":"ship","targets":["prod-1"],"steps":[{"name":"s","command":"true"}]}`

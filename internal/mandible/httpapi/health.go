@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // readyTimeout bounds one round of /readyz checks, and so every /readyz answer.

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/schema"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apidoc "github.com/mantis-deploy/mantis/api"
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // loadDocument loads api/openapi.yaml as Mandible serves it, resolving the

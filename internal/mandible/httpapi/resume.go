@@ -12,10 +12,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
-	"github.com/mantis-deploy/mantis/internal/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
 

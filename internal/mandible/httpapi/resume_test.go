@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
-	"github.com/mantis-deploy/mantis/internal/spec"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )

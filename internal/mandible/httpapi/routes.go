@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/telemetry"

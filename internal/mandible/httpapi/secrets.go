@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/mantis-deploy/mantis/internal/api"
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
-	"github.com/mantis-deploy/mantis/internal/spec"
 )
 
 // secretProblems refuses the env_secret of a spec Mandible cannot seal: without the

@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	apitypes "github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/events"
+	apitypes "github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/schema"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	mantisapi "github.com/mantis-deploy/mantis/internal/api"
+	mantisapi "github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/mandible/webhook"
-	"github.com/mantis-deploy/mantis/internal/spec"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	apitypes "github.com/mantis-deploy/mantis/internal/api"
-	"github.com/mantis-deploy/mantis/internal/events"
+	apitypes "github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 )
 
 // liveOutputCommand prints eight lines over about two seconds, then bytes that are no

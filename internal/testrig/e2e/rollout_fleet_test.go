@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	mantisapi "github.com/mantis-deploy/mantis/internal/api"
+	mantisapi "github.com/mantis-deploy/mantis/internal/contract/api"
 )
 
 // deployAll creates a one-step deployment on every target of the fleet whose command

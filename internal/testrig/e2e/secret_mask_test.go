@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/events"
+	"github.com/mantis-deploy/mantis/internal/contract/events"
 )
 
 // maskedSecret is the env_secret of TestSecretEnvIsMaskedInOutputEverywhere.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
-	"github.com/mantis-deploy/mantis/internal/spec"
 )
 
 // env_secret is checked field by field, and no refusal repeats a secret's value.

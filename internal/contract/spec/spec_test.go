@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 )
 
 func TestParseYAMLAndJSON(t *testing.T) {
@@ -86,7 +86,7 @@ func TestParseRefusesUnknownFieldsAndEmptySpecs(t *testing.T) {
 
 func TestShippedExampleSpecsParse(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../deploy/examples/release.yaml")
+	b, err := os.ReadFile("../../../deploy/examples/release.yaml")
 	require.NoError(t, err)
 	d, err := spec.Parse(b)
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestShippedExampleSpecsParse(t *testing.T) {
 			require.Equal(t, spec.PauseApproval, d.Steps[0].Rollout.PauseBetween)
 		},
 	} {
-		b, err := os.ReadFile("../../deploy/examples/" + file)
+		b, err := os.ReadFile("../../../deploy/examples/" + file)
 		require.NoError(t, err)
 		d, err := spec.Parse(b)
 		require.NoError(t, err, file)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 )
 
 // specSeeds are valid and broken specs in YAML and JSON; the committed corpus under

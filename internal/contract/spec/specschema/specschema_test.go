@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mantis-deploy/mantis/internal/spec"
-	"github.com/mantis-deploy/mantis/internal/spec/specschema"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/spec/specschema"
 )
 
 // root is the module's root, relative to this package's directory.
@@ -22,7 +22,7 @@ const root = "../../.."
 const committedSchema = "api/deployment-spec.schema.json"
 
 // The committed schema is what the generator makes of today's Go types: a field added
-// to internal/spec without `make api-schema` fails here.
+// to internal/contract/spec without `make api-schema` fails here.
 func TestCommittedSchemaIsGenerated(t *testing.T) {
 	t.Chdir(root)
 	want, err := specschema.Generate()

@@ -1,9 +1,9 @@
 // Package specschema generates the JSON Schema of a deployment spec from the Go types
-// of internal/spec, the one source of its fields: api/deployment-spec.schema.json is
+// of internal/contract/spec, the one source of its fields: api/deployment-spec.schema.json is
 // its output (`make api-schema`), and a test fails when the committed file differs.
 //
 // Reflection gives the fields, their types, which are required and their comments;
-// Generate adds the bounds that internal/spec enforces in code (Validate), from its
+// Generate adds the bounds that internal/contract/spec enforces in code (Validate), from its
 // exported constants where it has them. spec.Parse stays the authority: the schema
 // lets an editor or a client catch most mistakes before they submit.
 package specschema
@@ -16,21 +16,21 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/mantis-deploy/mantis/internal/spec"
+	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
 // ID is the schema's $id: the URL Mandible serves it at, under any host.
 const ID = "https://mantis.dev/schemas/deployment-spec.json"
 
-// SpecDir is internal/spec's directory relative to the module's root; Generate reads
+// SpecDir is internal/contract/spec's directory relative to the module's root; Generate reads
 // the field comments there, so it runs from the root.
-const SpecDir = "internal/spec"
+const SpecDir = "internal/contract/spec"
 
 // modulePath is the import path of the module's root.
 const modulePath = "github.com/mantis-deploy/mantis"
 
-// Patterns that internal/spec checks with unexported expressions (its namePattern
+// Patterns that internal/contract/spec checks with unexported expressions (its namePattern
 // and envKeyPattern); TestSchemaAgreesWithParse holds them to spec.Parse.
 const (
 	NamePattern   = `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`
