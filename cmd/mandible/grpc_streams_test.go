@@ -16,10 +16,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 )
 
-// One connection to Mandible's gRPC server holds at most rpclimit.MaxConcurrentStreams
+// One connection to Mandible's gRPC server holds at most rpc.MaxConcurrentStreams
 // calls at once: with that many streams open, one more waits (here past its deadline)
 // instead of starting a handler, and starts once another ends.
 func TestGRPCServerCapsStreamsPerConnection(t *testing.T) {
@@ -40,8 +40,8 @@ func TestGRPCServerCapsStreamsPerConnection(t *testing.T) {
 	// Watch answers at once with the status, then stays open: one stream each.
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	cancels := make([]context.CancelFunc, 0, rpclimit.MaxConcurrentStreams)
-	for range rpclimit.MaxConcurrentStreams {
+	cancels := make([]context.CancelFunc, 0, rpc.MaxConcurrentStreams)
+	for range rpc.MaxConcurrentStreams {
 		streamCtx, stop := context.WithCancel(ctx)
 		cancels = append(cancels, stop)
 		w, err := client.Watch(streamCtx, &healthpb.HealthCheckRequest{})

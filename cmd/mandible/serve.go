@@ -16,11 +16,10 @@ import (
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
+	"github.com/mantis-deploy/mantis/internal/metricsserver"
 	"github.com/mantis-deploy/mantis/internal/pgnotify"
-	"github.com/mantis-deploy/mantis/internal/profiling"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/temporalclient"
-	"github.com/mantis-deploy/mantis/internal/temporalmetrics"
 	"github.com/mantis-deploy/mantis/workers"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -94,7 +93,7 @@ func startProfiling(ctx context.Context, cfg config.Debug, logger *slog.Logger) 
 	if cfg.PprofListen == "" {
 		return nil
 	}
-	s, err := profiling.Listen(cfg.PprofListen)
+	s, err := metricsserver.ListenProfiling(cfg.PprofListen)
 	if err != nil {
 		return err
 	}
@@ -115,7 +114,7 @@ func connectTemporal(ctx context.Context, cfg *config.Mandible, logger *slog.Log
 	if err != nil {
 		return nil, nil, err
 	}
-	temporalOpts.MetricsHandler = temporalmetrics.New(registry)
+	temporalOpts.MetricsHandler = temporalclient.NewMetricsHandler(registry)
 	cfg.Temporal.Address, cfg.Temporal.Namespace = temporalOpts.HostPort, temporalOpts.Namespace
 	if payloadCodec == nil {
 		logger.WarnContext(ctx, "Temporal payloads are not encrypted: set temporal.codec_key_file or temporal.codec_keys_dir")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"log/slog"
 	"net"
@@ -24,7 +24,6 @@ import (
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/mandible/sse"
 	"github.com/mantis-deploy/mantis/internal/mandible/webhook"
-	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
@@ -168,7 +167,7 @@ func (r *replica) newGRPC(idMetrics *identity.Metrics) (*grpc.Server, *health.Se
 		guard = grpcapi.NewGuard(r.logger, idMetrics)
 	}
 	grpcServer, err := newGRPCServer(r.cfg.GRPC, r.logger, guard,
-		append(rpcmetrics.New(r.registry).ServerOptions(), telemetry.GRPCServerOption())...)
+		append(rpc.NewMetrics(r.registry).ServerOptions(), telemetry.GRPCServerOption())...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,13 +202,13 @@ func newGRPCServer(cfg config.Listener, logger *slog.Logger, guard *identity.Gua
 			logger.Warn("plaintext link allowed off loopback, unsafe: any caller acts as a thorax",
 				"key", "grpc.insecure_allow_remote", "address", cfg.Listen)
 		}
-		return grpc.NewServer(append(extra, rpclimit.ServerOptions()...)...), nil
+		return grpc.NewServer(append(extra, rpc.ServerOptions()...)...), nil
 	}
 	tlsCfg, err := tlsconf.Server(tlsconf.Files{CA: cfg.CACertPath, Cert: cfg.CertPath, Key: cfg.KeyPath, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("grpc TLS: %w", err)
 	}
-	return grpc.NewServer(slices.Concat(extra, grpcapi.ServerOptions(guard), rpclimit.ServerOptions(),
+	return grpc.NewServer(slices.Concat(extra, grpcapi.ServerOptions(guard), rpc.ServerOptions(),
 		[]grpc.ServerOption{grpc.Creds(credentials.NewTLS(tlsCfg))})...), nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -45,7 +45,7 @@ type Metrics struct {
 	commands *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	output   prometheus.Histogram
-	rpc      *rpcmetrics.Metrics
+	rpc      *rpc.Metrics
 	ready    atomic.Pointer[func() error]
 }
 
@@ -65,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: OutputBytesMetric, Help: "Output a command returned (its kept tail), in bytes.",
 			Buckets: prometheus.ExponentialBuckets(64, 4, 10), // 64 B to 16 MiB
 		}),
-		rpc: rpcmetrics.New(reg),
+		rpc: rpc.NewMetrics(reg),
 	}
 	reg.MustRegister(m.commands, m.duration, m.output)
 	return m

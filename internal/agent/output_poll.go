@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/rpcretry"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -75,7 +75,7 @@ func (o *pollOutput) report(ctx context.Context, b outputBatch) {
 		if err == nil {
 			return
 		}
-		if attempt > 1 || !rpcretry.Retryable(err) || ctx.Err() != nil {
+		if attempt > 1 || !rpc.Retryable(err) || ctx.Err() != nil {
 			o.logger.DebugContext(ctx, "reporting live output failed: dropped", "command_id", b.cmd.GetId(), "chunks", len(b.chunks), "err", err)
 			return
 		}

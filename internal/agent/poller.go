@@ -19,8 +19,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/backoff"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/identity"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
-	"github.com/mantis-deploy/mantis/internal/rpcretry"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -96,7 +95,7 @@ func NewPoller(cfg config.Agent, runner *Runner, logger *slog.Logger) (*Poller, 
 	conn, err := grpc.NewClient(cfg.Thorax.Address, append(runner.metrics.dialOptions(),
 		grpc.WithTransportCredentials(creds),
 		telemetry.GRPCDialOption(),
-		rpclimit.DialOption(),
+		rpc.DialOption(),
 		// gRPC's own reconnect backoff, capped like ours, so a restarted
 		// Thorax is found again within MaxRetryDelay rather than two minutes.
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -362,7 +361,7 @@ func (p *Poller) deliver(ctx context.Context, r report) {
 		case ctx.Err() != nil:
 			p.unreported(ctx, r)
 			return
-		case !rpcretry.Retryable(err):
+		case !rpc.Retryable(err):
 			logger.ErrorContext(ctx, "thorax refused result", "err", err, "code", status.Code(err).String())
 			p.acknowledged(ctx, r)
 			return

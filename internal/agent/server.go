@@ -17,7 +17,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/identity"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -143,7 +143,7 @@ func NewGRPCServer(srv *Server, creds credentials.TransportCredentials) *grpc.Se
 		guarded = guard.ServerOptions()
 	}
 	// The metrics interceptors are outermost, so that refused calls are counted too.
-	gs := grpc.NewServer(append(slices.Concat(srv.runner.metrics.serverOptions(), guarded, rpclimit.ServerOptions()),
+	gs := grpc.NewServer(append(slices.Concat(srv.runner.metrics.serverOptions(), guarded, rpc.ServerOptions()),
 		grpc.Creds(creds),
 		telemetry.GRPCServerOption(),
 		// A Thorax that vanished without closing its connection is noticed

@@ -2,7 +2,8 @@
 // ([metrics] listen): /metrics with the Prometheus Go and process collectors,
 // /healthz, which answers 200 while the process serves, and /readyz, which
 // answers 200 only while the process's readiness check passes (Thorax registered
-// with Mandible, the agent polling or serving) and 503 naming why otherwise.
+// with Mandible, the agent polling or serving) and 503 naming why otherwise; and
+// Mandible's opt-in profiling listener (profiling.go).
 package metricsserver
 
 import (

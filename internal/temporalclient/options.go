@@ -1,5 +1,6 @@
 // Package temporalclient builds the Temporal client options of every Mantis process
-// that dials Temporal, from the [temporal] section of its configuration.
+// that dials Temporal, from the [temporal] section of its configuration, and exports
+// the SDK's own metrics through Prometheus (metrics.go).
 //
 // The connection is described through the Temporal SDK's own client configuration
 // (go.temporal.io/sdk/contrib/envconfig): either a profile of the TOML file the temporal

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -51,7 +51,7 @@ func (a *agentConns) client(target, addr string) (mantisv1.AgentServiceClient, e
 	if !ok {
 		var err error
 		conn, err = grpc.NewClient(addr, append(slices.Clone(a.extra),
-			grpc.WithTransportCredentials(a.credsFor(target)), reconnectQuickly, telemetry.GRPCDialOption(), rpclimit.DialOption())...)
+			grpc.WithTransportCredentials(a.credsFor(target)), reconnectQuickly, telemetry.GRPCDialOption(), rpc.DialOption())...)
 		if err != nil {
 			return nil, err
 		}

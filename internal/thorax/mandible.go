@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mantis-deploy/mantis/internal/backoff"
-	"github.com/mantis-deploy/mantis/internal/rpcretry"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -160,7 +160,7 @@ func (t *Thorax) beatNow() {
 }
 
 // callWithRetry runs call until it succeeds, fails for good, window passes
-// or ctx ends, and returns its last error. rpcretry decides which failures
+// or ctx ends, and returns its last error. rpc.Retryable decides which failures
 // are worth repeating.
 func (t *Thorax) callWithRetry(ctx context.Context, window time.Duration, call func(context.Context) error) error {
 	bo := t.retryBackoff
@@ -169,7 +169,7 @@ func (t *Thorax) callWithRetry(ctx context.Context, window time.Duration, call f
 		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
 		err := call(callCtx)
 		cancel()
-		if err == nil || !rpcretry.Retryable(err) || ctx.Err() != nil || time.Now().After(giveUp) {
+		if err == nil || !rpc.Retryable(err) || ctx.Err() != nil || time.Now().After(giveUp) {
 			return err
 		}
 		if !backoff.Sleep(ctx, bo.Next()) {

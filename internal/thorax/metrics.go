@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mantis-deploy/mantis/internal/broker"
-	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 )
 
 // Metric names, as dashboards and alerts use them.
@@ -63,7 +63,7 @@ type metrics struct {
 	rehanded       prometheus.Counter
 	held           prometheus.GaugeFunc
 	registered     prometheus.GaugeFunc
-	rpc            *rpcmetrics.Metrics
+	rpc            *rpc.Metrics
 }
 
 // newMetrics registers the instance's metrics with reg.
@@ -102,7 +102,7 @@ func newMetrics(t *Thorax, reg prometheus.Registerer) *metrics {
 			}
 			return 1
 		}),
-		rpc: rpcmetrics.New(reg),
+		rpc: rpc.NewMetrics(reg),
 	}
 	reg.MustRegister(m.nudges, m.fetches, m.fetched, m.refused, m.drainDuration, m.drainAbandoned, m.rehanded, m.held, m.registered)
 	return m

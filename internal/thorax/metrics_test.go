@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/broker"
-	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 )
 
 // sample returns the values of family name in reg by their label values
@@ -64,7 +64,7 @@ func TestMetricsFollowClaimsCommandsHeldAndADrainThatGivesUp(t *testing.T) {
 	require.Equal(t, map[string]float64{"": 1}, sample(t, reg, DrainDurationMetric), "one drain timed")
 	require.Equal(t, map[string]float64{"": 1}, sample(t, reg, DrainAbandonedMetric), "the endless command abandoned")
 	// Labels in name order: code, method, service.
-	require.Positive(t, sample(t, reg, rpcmetrics.ClientHandledMetric)["OKFetchPendingCommandsmantis.v1.MandibleService"],
+	require.Positive(t, sample(t, reg, rpc.ClientHandledMetric)["OKFetchPendingCommandsmantis.v1.MandibleService"],
 		"the calls to Mandible are counted")
 }
 

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mantis-deploy/mantis/internal/contract/liveoutput"
-	"github.com/mantis-deploy/mantis/internal/rpcretry"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -132,7 +132,7 @@ func (t *Thorax) storeOutput(ctx context.Context, b outputBatch) {
 		if err == nil {
 			return
 		}
-		if attempt > 1 || !rpcretry.Retryable(err) || ctx.Err() != nil {
+		if attempt > 1 || !rpc.Retryable(err) || ctx.Err() != nil {
 			t.output.dropped.Add(int64(len(b.chunks)))
 			t.logger.DebugContext(ctx, "dropped command output", "command_id", b.commandID,
 				"chunks", len(b.chunks), "code", status.Code(err).String(), "err", err)

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mantis-deploy/mantis/internal/backoff"
-	"github.com/mantis-deploy/mantis/internal/rpcretry"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -78,7 +78,7 @@ func (t *Thorax) storeResult(ctx context.Context, h *holding, result *mantisv1.C
 			t.logger.WarnContext(ctx, "mandible refused the result", append(attrs, "err", err)...)
 			t.metrics.resultRefused()
 			return err
-		case !rpcretry.Retryable(err) && status.Code(err) != codes.Canceled:
+		case !rpc.Retryable(err) && status.Code(err) != codes.Canceled:
 			t.logger.ErrorContext(ctx, "mandible refused the result as malformed", append(attrs, "err", err)...)
 			t.metrics.resultRefused()
 			return err

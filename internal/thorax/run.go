@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"net"
@@ -34,7 +34,7 @@ func (t *Thorax) Run(ctx context.Context) error {
 		return fmt.Errorf("agents.listen %s: %w", t.cfg.Agents.Listen, err)
 	}
 	conn, err := grpc.NewClient(t.cfg.Mandible.Address, append(t.metrics.rpc.DialOptions(),
-		grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly, telemetry.GRPCDialOption(), rpclimit.DialOption())...)
+		grpc.WithTransportCredentials(t.mandibleCreds), reconnectQuickly, telemetry.GRPCDialOption(), rpc.DialOption())...)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("mandible.address %s: %w", t.cfg.Mandible.Address, err)
@@ -192,7 +192,7 @@ type agentsServer struct {
 
 // serveAgents starts serving the agents' gRPC service on ln.
 func (t *Thorax) serveAgents(ctx context.Context, ln net.Listener) *agentsServer {
-	a := &agentsServer{server: grpc.NewServer(slices.Concat([]grpc.ServerOption{telemetry.GRPCServerOption()}, rpclimit.ServerOptions(), t.serverOpts)...), health: health.NewServer(), serveErr: make(chan error, 1)}
+	a := &agentsServer{server: grpc.NewServer(slices.Concat([]grpc.ServerOption{telemetry.GRPCServerOption()}, rpc.ServerOptions(), t.serverOpts)...), health: health.NewServer(), serveErr: make(chan error, 1)}
 	mantisv1.RegisterThoraxServiceServer(a.server, &agentService{t: t})
 	healthpb.RegisterHealthServer(a.server, a.health)
 	go func() {

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mantis-deploy/mantis/internal/identity"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -192,7 +192,7 @@ func (s *MandibleService) FetchPendingCommands(ctx context.Context, req *mantisv
 	}
 	cmds, err := schema.FetchPendingCommands(ctx, s.DB, schema.FetchCommandsRequest{
 		InstanceID: id, PollTargets: req.GetPollTargets(), Max: int(n), CommandIDs: ids,
-		MaxBytes: rpclimit.FetchAnswerBytes,
+		MaxBytes: rpc.FetchAnswerBytes,
 	})
 	if err != nil {
 		return nil, s.toStatus(ctx, "FetchPendingCommands", err)
@@ -201,8 +201,8 @@ func (s *MandibleService) FetchPendingCommands(ctx context.Context, req *mantisv
 }
 
 // maxAnswerBytes bounds a FetchPendingCommands answer once its secrets are open,
-// leaving room under rpclimit.MaxMessageBytes for the message's framing.
-const maxAnswerBytes = rpclimit.MaxMessageBytes - 64<<10
+// leaving room under rpc.MaxMessageBytes for the message's framing.
+const maxAnswerBytes = rpc.MaxMessageBytes - 64<<10
 
 // fitAnswer returns the commands that fit one answer. The claim bounded them by their
 // stored size; secrets opened from files can make them larger, and what would not

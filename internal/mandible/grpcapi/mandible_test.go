@@ -24,7 +24,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -383,7 +383,7 @@ func TestConcurrentResultsAreEachStoredOnce(t *testing.T) {
 }
 
 // A fetch answer stays under the message size Thorax receives, whatever is queued:
-// the claim takes only commands that keep it within rpclimit.FetchAnswerBytes, and
+// the claim takes only commands that keep it within rpc.FetchAnswerBytes, and
 // leaves the rest queued for the next fetch. The client here keeps gRPC's default
 // limit of 4 MiB, as a Thorax of a release that sets none does; twelve commands of
 // about 390 KiB each would be an answer of 4.7 MiB, refused by the client after the
@@ -410,7 +410,7 @@ func TestFetchAnswerIsBoundedBySize(t *testing.T) {
 		resp, err := b.client.FetchPendingCommands(b.ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: 100})
 		require.NoError(t, err, "fetch %d", fetch)
 		require.NotEmpty(t, resp.GetCommands())
-		require.LessOrEqual(t, proto.Size(resp), rpclimit.FetchAnswerBytes, "fetch %d", fetch)
+		require.LessOrEqual(t, proto.Size(resp), rpc.FetchAnswerBytes, "fetch %d", fetch)
 		seen += len(resp.GetCommands())
 	}
 	var running int

@@ -18,7 +18,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
-	"github.com/mantis-deploy/mantis/internal/rpclimit"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -100,7 +100,7 @@ func TestFetchHandsBackCommandsTheirOpenedSecretsMakeTooLarge(t *testing.T) {
 	first, err := b.client.FetchPendingCommands(ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: 10})
 	require.NoError(t, err)
 	require.Equal(t, 2, len(first.GetCommands()), "the third would pass the message limit")
-	require.Less(t, proto.Size(first), rpclimit.MaxMessageBytes)
+	require.Less(t, proto.Size(first), rpc.MaxMessageBytes)
 	second, err := b.client.FetchPendingCommands(ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: 10})
 	require.NoError(t, err)
 	require.Equal(t, 1, len(second.GetCommands()), "the command handed back is claimed again")
@@ -118,14 +118,14 @@ func setupSecrets(t *testing.T, resolver secretenv.Resolver) (bundle, *codec.Cod
 	require.NoError(t, err)
 	k, err := codec.New("k1", map[string][]byte{"k1": key})
 	require.NoError(t, err)
-	srv := grpc.NewServer(rpclimit.ServerOptions()...)
+	srv := grpc.NewServer(rpc.ServerOptions()...)
 	mantisv1.RegisterMandibleServiceServer(srv, &grpcapi.MandibleService{DB: pool, Logger: testLogger(), HeartbeatTimeout: time.Hour,
 		Secrets: k, SecretResolver: resolver})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()), rpclimit.DialOption())
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()), rpc.DialOption())
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return bundle{ctx: context.Background(), pool: pool, client: mantisv1.NewMandibleServiceClient(conn)}, k

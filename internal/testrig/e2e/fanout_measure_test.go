@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/testrig/scale"
 	"github.com/mantis-deploy/mantis/internal/testrig/soak"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -284,9 +284,9 @@ func (r rpcTime) mean() float64 {
 // result stores at Mandible (client), and its answers to the agents' reports, which
 // wait for the store (server).
 var thoraxLegs = []struct{ metric, method, name string }{
-	{rpcmetrics.ClientDurationMetric, "FetchPendingCommands", "-> Mandible FetchPendingCommands"},
-	{rpcmetrics.ClientDurationMetric, "StoreCommandResult", "-> Mandible StoreCommandResult"},
-	{rpcmetrics.ServerDurationMetric, "ReportResult", "<- agents ReportResult"},
+	{rpc.ClientDurationMetric, "FetchPendingCommands", "-> Mandible FetchPendingCommands"},
+	{rpc.ClientDurationMetric, "StoreCommandResult", "-> Mandible StoreCommandResult"},
+	{rpc.ServerDurationMetric, "ReportResult", "<- agents ReportResult"},
 }
 
 // thoraxCalls is what each of thoraxLegs did between two scrapes of Thorax's

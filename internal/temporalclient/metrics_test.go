@@ -1,4 +1,4 @@
-package temporalmetrics_test
+package temporalclient_test
 
 import (
 	"fmt"
@@ -9,13 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/temporalmetrics"
+	"github.com/mantis-deploy/mantis/internal/temporalclient"
 )
 
 func TestRecordsCountersGaugesAndTimersWithTagsAsLabels(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	h := temporalmetrics.New(reg).WithTags(map[string]string{"namespace": "default"})
+	h := temporalclient.NewMetricsHandler(reg).WithTags(map[string]string{"namespace": "default"})
 	poll := h.WithTags(map[string]string{"operation": "PollWorkflowTaskQueue"})
 	poll.Counter("temporal_request").Inc(2)
 	poll.Counter("temporal_request").Inc(1)
@@ -41,7 +41,7 @@ func TestRecordsCountersGaugesAndTimersWithTagsAsLabels(t *testing.T) {
 func TestALaterUseWithOtherTagsKeepsTheFirstLabels(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	h := temporalmetrics.New(reg)
+	h := temporalclient.NewMetricsHandler(reg)
 	h.WithTags(map[string]string{"namespace": "a", "task_queue": "q"}).Counter("temporal_poll").Inc(1)
 	h.WithTags(map[string]string{"namespace": "b", "worker_type": "w"}).Counter("temporal_poll").Inc(1)
 	require.Equal(t, map[string]float64{`{namespace="a",task_queue="q"}`: 1, `{namespace="b",task_queue=""}`: 1},
@@ -50,10 +50,10 @@ func TestALaterUseWithOtherTagsKeepsTheFirstLabels(t *testing.T) {
 
 func TestSanitizeName(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "temporal_request", temporalmetrics.SanitizeName("temporal_request"))
-	require.Equal(t, "temporal_sticky_cache_hit", temporalmetrics.SanitizeName("sticky-cache.hit"))
-	require.Equal(t, "_1x", temporalmetrics.SanitizeLabel("1x"))
-	require.Equal(t, "task_queue", temporalmetrics.SanitizeLabel("task-queue"))
+	require.Equal(t, "temporal_request", temporalclient.SanitizeName("temporal_request"))
+	require.Equal(t, "temporal_sticky_cache_hit", temporalclient.SanitizeName("sticky-cache.hit"))
+	require.Equal(t, "_1x", temporalclient.SanitizeLabel("1x"))
+	require.Equal(t, "task_queue", temporalclient.SanitizeLabel("task-queue"))
 }
 
 // series gathers reg and returns the family name's values by label set: a

@@ -1,8 +1,9 @@
-// Package rpcmetrics counts and times gRPC calls, on the serving and the calling
+// Metrics count and time gRPC calls, on the serving and the calling
 // side, for dashboards and alerts: rate, errors (by gRPC code) and duration of
 // every method. Labels are bounded: the service and method names from the
 // method's full name and the status code, never an id.
-package rpcmetrics
+
+package rpc
 
 import (
 	"context"
@@ -40,9 +41,9 @@ type Metrics struct {
 	clientDuration *prometheus.HistogramVec
 }
 
-// New registers the gRPC metrics with reg, or reuses those already registered
+// NewMetrics registers the gRPC metrics with reg, or reuses those already registered
 // there, so that every server and client of a process shares one set.
-func New(reg prometheus.Registerer) *Metrics {
+func NewMetrics(reg prometheus.Registerer) *Metrics {
 	labels := []string{"service", "method", "code"}
 	return &Metrics{
 		serverHandled: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -1,7 +1,8 @@
-// Package rpclimit holds the message size bounds of the gRPC links between Mandible,
+// The message size bounds of the gRPC links between Mandible,
 // Thorax and the agents. Both ends of each link set them explicitly, so that neither
 // depends on the other's default (gRPC receives at most 4 MiB unless told otherwise).
-package rpclimit
+
+package rpc
 
 import "google.golang.org/grpc"
 

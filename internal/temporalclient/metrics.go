@@ -1,4 +1,4 @@
-// Package temporalmetrics exports the Temporal SDK's own metrics (requests to
+// MetricsHandler exports the Temporal SDK's own metrics (requests to
 // the frontend, workflow and activity task latencies, poller counts, sticky
 // cache) through the Prometheus client: a client.MetricsHandler whose counters,
 // gauges and timers become Prometheus vectors created on first use.
@@ -6,7 +6,8 @@
 // A metric's label names are the tag keys of its first use; a later use with
 // other tags fills the missing labels with "" and drops the extra ones, because
 // a Prometheus family has one set of label names.
-package temporalmetrics
+
+package temporalclient
 
 import (
 	"errors"
@@ -20,38 +21,38 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// Prefix starts the name of every metric the handler exports.
-const Prefix = "temporal_"
+// MetricsPrefix starts the name of every metric the handler exports.
+const MetricsPrefix = "temporal_"
 
 // timerBuckets span a quick frontend call to a long poll and a slow activity.
 var timerBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 
-// Handler is a client.MetricsHandler recording into a Prometheus registerer.
-type Handler struct {
+// MetricsHandler is a client.MetricsHandler recording into a Prometheus registerer.
+type MetricsHandler struct {
 	families *families
 	tags     map[string]string
 }
 
-var _ client.MetricsHandler = (*Handler)(nil)
+var _ client.MetricsHandler = (*MetricsHandler)(nil)
 
-// New returns a handler that registers the SDK's metrics with reg as the SDK
+// NewMetricsHandler returns a handler that registers the SDK's metrics with reg as the SDK
 // first records them.
-func New(reg prometheus.Registerer) *Handler {
-	return &Handler{families: &families{reg: reg, byName: map[string]*family{}}}
+func NewMetricsHandler(reg prometheus.Registerer) *MetricsHandler {
+	return &MetricsHandler{families: &families{reg: reg, byName: map[string]*family{}}}
 }
 
 // WithTags returns a handler that adds tags to everything it records.
-func (h *Handler) WithTags(tags map[string]string) client.MetricsHandler {
+func (h *MetricsHandler) WithTags(tags map[string]string) client.MetricsHandler {
 	merged := maps.Clone(h.tags)
 	if merged == nil {
 		merged = map[string]string{}
 	}
 	maps.Copy(merged, tags)
-	return &Handler{families: h.families, tags: merged}
+	return &MetricsHandler{families: h.families, tags: merged}
 }
 
 // Counter returns the counter name_total with the handler's tags.
-func (h *Handler) Counter(name string) client.MetricsCounter {
+func (h *MetricsHandler) Counter(name string) client.MetricsCounter {
 	f := h.families.get(counterName(name), h.tags, func(n string, labels []string) prometheus.Collector {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: n, Help: "Temporal SDK counter " + name + "."}, labels)
 	})
@@ -63,7 +64,7 @@ func (h *Handler) Counter(name string) client.MetricsCounter {
 }
 
 // Gauge returns the gauge name with the handler's tags.
-func (h *Handler) Gauge(name string) client.MetricsGauge {
+func (h *MetricsHandler) Gauge(name string) client.MetricsGauge {
 	f := h.families.get(SanitizeName(name), h.tags, func(n string, labels []string) prometheus.Collector {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: n, Help: "Temporal SDK gauge " + name + "."}, labels)
 	})
@@ -75,7 +76,7 @@ func (h *Handler) Gauge(name string) client.MetricsGauge {
 }
 
 // Timer returns the histogram name_seconds with the handler's tags.
-func (h *Handler) Timer(name string) client.MetricsTimer {
+func (h *MetricsHandler) Timer(name string) client.MetricsTimer {
 	f := h.families.get(timerName(name), h.tags, func(n string, labels []string) prometheus.Collector {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: n, Help: "Temporal SDK timer " + name + ".", Buckets: timerBuckets,
@@ -89,7 +90,7 @@ func (h *Handler) Timer(name string) client.MetricsTimer {
 }
 
 // SanitizeName turns an SDK metric name into a Prometheus one that starts
-// with Prefix: every character but a letter, a digit or '_' becomes '_'.
+// with MetricsPrefix: every character but a letter, a digit or '_' becomes '_'.
 func SanitizeName(name string) string {
 	clean := strings.Map(func(r rune) rune {
 		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
@@ -97,8 +98,8 @@ func SanitizeName(name string) string {
 		}
 		return '_'
 	}, name)
-	if !strings.HasPrefix(clean, Prefix) {
-		clean = Prefix + clean
+	if !strings.HasPrefix(clean, MetricsPrefix) {
+		clean = MetricsPrefix + clean
 	}
 	return clean
 }

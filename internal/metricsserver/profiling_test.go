@@ -1,4 +1,4 @@
-package profiling_test
+package metricsserver_test
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/profiling"
+	"github.com/mantis-deploy/mantis/internal/metricsserver"
 )
 
 // The listener serves the profile index and a CPU profile, nothing else, and stops
 // with its context.
 func TestListenerServesProfilesAndStops(t *testing.T) {
-	s, err := profiling.Listen("127.0.0.1:0")
+	s, err := metricsserver.ListenProfiling("127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -31,10 +31,10 @@ func TestListenerServesProfilesAndStops(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, body
 	}
-	code, body := get(profiling.Path)
+	code, body := get(metricsserver.ProfilingPath)
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, string(body), "goroutine")
-	code, body = get(profiling.Path + "profile?seconds=1")
+	code, body = get(metricsserver.ProfilingPath + "profile?seconds=1")
 	require.Equal(t, http.StatusOK, code)
 	require.NotEmpty(t, body, "a CPU profile")
 	code, _ = get("/metrics")

@@ -1,4 +1,4 @@
-package rpcretry_test
+package rpc_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/mantis-deploy/mantis/internal/rpcretry"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 )
 
 func TestRetryableFollowsWhatTheCodeMeans(t *testing.T) {
@@ -22,14 +22,14 @@ func TestRetryableFollowsWhatTheCodeMeans(t *testing.T) {
 		codes.AlreadyExists, codes.PermissionDenied, codes.FailedPrecondition, codes.OutOfRange,
 		codes.Unimplemented, codes.Unauthenticated, codes.DataLoss}
 	for _, c := range retry {
-		require.True(t, rpcretry.Retryable(status.Error(c, "x")), "%s", c)
-		require.True(t, rpcretry.Retryable(fmt.Errorf("calling: %w", status.Error(c, "x"))), "wrapped %s", c)
+		require.True(t, rpc.Retryable(status.Error(c, "x")), "%s", c)
+		require.True(t, rpc.Retryable(fmt.Errorf("calling: %w", status.Error(c, "x"))), "wrapped %s", c)
 	}
 	for _, c := range refused {
-		require.False(t, rpcretry.Retryable(status.Error(c, "x")), "%s", c)
+		require.False(t, rpc.Retryable(status.Error(c, "x")), "%s", c)
 	}
-	require.False(t, rpcretry.Retryable(nil))
-	require.False(t, rpcretry.Retryable(context.Canceled))
-	require.True(t, rpcretry.Retryable(context.DeadlineExceeded))
-	require.True(t, rpcretry.Retryable(errors.New("connection reset by peer")), "an error without a status is the transport's")
+	require.False(t, rpc.Retryable(nil))
+	require.False(t, rpc.Retryable(context.Canceled))
+	require.True(t, rpc.Retryable(context.DeadlineExceeded))
+	require.True(t, rpc.Retryable(errors.New("connection reset by peer")), "an error without a status is the transport's")
 }

@@ -1,4 +1,4 @@
-package rpcmetrics_test
+package rpc_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/mantis-deploy/mantis/internal/rpcmetrics"
+	"github.com/mantis-deploy/mantis/internal/rpc"
 )
 
 // setup serves the gRPC health service with the server interceptors of one
@@ -22,7 +22,7 @@ import (
 func setup(t *testing.T) (healthpb.HealthClient, *prometheus.Registry, *prometheus.Registry) {
 	t.Helper()
 	serverReg, clientReg := prometheus.NewRegistry(), prometheus.NewRegistry()
-	srv := grpc.NewServer(rpcmetrics.New(serverReg).ServerOptions()...)
+	srv := grpc.NewServer(rpc.NewMetrics(serverReg).ServerOptions()...)
 	hs := health.NewServer()
 	hs.SetServingStatus("known", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
@@ -31,7 +31,7 @@ func setup(t *testing.T) (healthpb.HealthClient, *prometheus.Registry, *promethe
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
 	conn, err := grpc.NewClient(ln.Addr().String(),
-		append(rpcmetrics.New(clientReg).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+		append(rpc.NewMetrics(clientReg).DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return healthpb.NewHealthClient(conn), serverReg, clientReg
@@ -70,8 +70,8 @@ func TestCountsCallsByServiceMethodAndCode(t *testing.T) {
 		require.Equal(t, map[string]float64{"OK": 1, "NotFound": 1}, counts)
 		require.Equal(t, uint64(2), observed)
 	}
-	requireFamilies(t, serverReg, rpcmetrics.ServerHandledMetric, rpcmetrics.ServerDurationMetric)
-	requireFamilies(t, clientReg, rpcmetrics.ClientHandledMetric, rpcmetrics.ClientDurationMetric)
+	requireFamilies(t, serverReg, rpc.ServerHandledMetric, rpc.ServerDurationMetric)
+	requireFamilies(t, clientReg, rpc.ClientHandledMetric, rpc.ClientDurationMetric)
 }
 
 // requireFamilies checks that reg holds exactly the families names.
@@ -89,22 +89,22 @@ func requireFamilies(t *testing.T, reg *prometheus.Registry, names ...string) {
 func TestNewReusesMetricsAlreadyRegistered(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	require.NotPanics(t, func() { rpcmetrics.New(reg); rpcmetrics.New(reg) })
+	require.NotPanics(t, func() { rpc.NewMetrics(reg); rpc.NewMetrics(reg) })
 }
 
 func TestNilMetricsAddNoInterceptors(t *testing.T) {
 	t.Parallel()
-	var m *rpcmetrics.Metrics
+	var m *rpc.Metrics
 	require.Empty(t, m.ServerOptions())
 	require.Empty(t, m.DialOptions())
 }
 
 func TestSplitMethod(t *testing.T) {
 	t.Parallel()
-	service, method := rpcmetrics.SplitMethod("/mantis.v1.MandibleService/Register")
+	service, method := rpc.SplitMethod("/mantis.v1.MandibleService/Register")
 	require.Equal(t, "mantis.v1.MandibleService", service)
 	require.Equal(t, "Register", method)
-	service, method = rpcmetrics.SplitMethod("odd")
+	service, method = rpc.SplitMethod("odd")
 	require.Equal(t, "unknown", service)
 	require.Equal(t, "odd", method)
 }

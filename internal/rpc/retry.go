@@ -1,8 +1,9 @@
-// Package rpcretry decides, in one place, which failed gRPC calls are worth
+// Retryable decides, in one place, which failed gRPC calls are worth
 // repeating. Every Mantis gRPC client (agents reporting to Thorax, Thorax
 // calling Mandible or agents) asks Retryable rather than keeping its own list
 // of codes.
-package rpcretry
+
+package rpc
 
 import (
 	"context"
