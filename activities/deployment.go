@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -97,7 +98,7 @@ func (a *Activities) StartDeployment(ctx context.Context, in StartDeploymentInpu
 	}
 	var inputErr *schema.InputError
 	if errors.As(err, &inputErr) {
-		_, _ = schema.FinishDeployment(ctx, a.DB, id, schema.DeploymentFailed, inputErr.Error())
+		_, _ = schema.FinishDeployment(ctx, a.DB, id, domain.DeploymentFailed, inputErr.Error())
 		return StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), InvalidSpec, nil)
 	}
 	if err != nil {
@@ -205,7 +206,7 @@ type AwaitStepResultsInput struct {
 
 // AwaitStepResultsResult lists the targets whose step ended.
 type AwaitStepResultsResult struct {
-	Results []schema.TargetResult `json:"results"`
+	Results []domain.TargetResult `json:"results"`
 }
 
 // resultCoalesce is how long a waiter lingers after a first result so that results

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -44,7 +45,7 @@ func TestStartDeploymentRefusesMoreThanMaxTargets(t *testing.T) {
 	require.NoError(t, err)
 	d, err := schema.GetDeployment(ctx, pool, id)
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentFailed, d.Status)
+	require.Equal(t, domain.DeploymentFailed, d.Status)
 }
 
 // A start answered with the count only carries no target names.

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -18,12 +19,12 @@ type AdvanceStepInput struct {
 	MaxWait time.Duration `json:"max_wait"`
 	// Window narrows the step to a rollout's batch, failure room, or a rollback's or
 	// verify's targets; the zero window is the whole step.
-	Window schema.StepWindow `json:"window,omitzero"`
+	Window domain.StepWindow `json:"window,omitzero"`
 }
 
 // AdvanceStepResult is where the step stands: counts and up to 20 failed targets,
 // never the list of targets, whatever their number.
-type AdvanceStepResult = schema.StepProgress
+type AdvanceStepResult = domain.StepProgress
 
 // advanceRecheck re-reads the step when no notification came: one can be missed across
 // a reconnect of the LISTEN connection.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/broker"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -30,7 +31,7 @@ const MaxClaimBatch = 10000
 // other replicas. Only the id and epoch of each request reach the workflow's history
 // (see MarshalJSON).
 type ClaimBatchResult struct {
-	Claimed []schema.ClaimedRequest `json:"claimed"`
+	Claimed []domain.ClaimedRequest `json:"claimed"`
 	Lost    int                     `json:"lost"`
 }
 
@@ -38,12 +39,12 @@ type ClaimBatchResult struct {
 // reads: the target name (up to 128 bytes), priority, attempts and creation time would
 // more than double the payload of a full batch.
 func (r ClaimBatchResult) MarshalJSON() ([]byte, error) {
-	refs := make([]schema.ClaimRef, len(r.Claimed))
+	refs := make([]domain.ClaimRef, len(r.Claimed))
 	for i, c := range r.Claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	return json.Marshal(struct {
-		Claimed []schema.ClaimRef `json:"claimed"`
+		Claimed []domain.ClaimRef `json:"claimed"`
 		Lost    int               `json:"lost"`
 	}{refs, r.Lost})
 }
@@ -90,7 +91,7 @@ func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimB
 // claimed at.
 type DeliverBatchInput struct {
 	ReplicaID string            `json:"replica_id"`
-	Requests  []schema.ClaimRef `json:"requests"`
+	Requests  []domain.ClaimRef `json:"requests"`
 }
 
 // maxReportedOutcomes bounds the outcomes a delivery reports one by one; the counts
@@ -104,7 +105,7 @@ const maxOutcomeError = 200
 // that were not dispatched (retried, failed, expired or stale), so that its size does
 // not grow with the batch.
 type DeliverBatchResult struct {
-	Outcomes   []schema.DeliveryOutcome `json:"outcomes"`
+	Outcomes   []domain.DeliveryOutcome `json:"outcomes"`
 	Dispatched int                      `json:"dispatched"`
 	Retried    int                      `json:"retried"`
 	Failed     int                      `json:"failed"`
@@ -113,7 +114,7 @@ type DeliverBatchResult struct {
 }
 
 // nudgeOf is the broker message for a written command.
-func nudgeOf(c schema.DispatchedCommand) broker.Nudge {
+func nudgeOf(c domain.DispatchedCommand) broker.Nudge {
 	n := broker.Nudge{CommandID: c.ID.String(), Target: c.Target, Mode: c.Mode, Priority: c.Priority, MaxRetries: c.MaxRetries,
 		TraceParent: c.TraceParent}
 	if c.AssignedInstanceID != nil {
@@ -137,12 +138,12 @@ func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (De
 	var nudges []broker.Nudge
 	for _, o := range outcomes {
 		switch o.Outcome {
-		case schema.OutcomeDispatched:
+		case domain.OutcomeDispatched:
 			if o.Command != nil {
 				nudges = append(nudges, nudgeOf(*o.Command))
 				a.Metrics.dispatched(o.Queued)
 			}
-		case schema.OutcomeStale:
+		case domain.OutcomeStale:
 			a.Logger.WarnContext(ctx, "refused stale delivery outcome", "replica_id", in.ReplicaID, "request_id", o.RequestID, "reason", o.Error)
 		}
 	}
@@ -170,15 +171,15 @@ type MaintainDispatchQueueInput struct {
 
 // MaintainDispatchQueueResult lists what the maintenance changed.
 type MaintainDispatchQueueResult struct {
-	Reclaimed []schema.ReclaimedRequest `json:"reclaimed,omitempty"`
+	Reclaimed []domain.ReclaimedRequest `json:"reclaimed,omitempty"`
 	Expired   []uuid.UUID               `json:"expired,omitempty"`
-	Requeued  []schema.RedispatchResult `json:"requeued,omitempty"`
+	Requeued  []domain.RedispatchResult `json:"requeued,omitempty"`
 	// Stranded are deployments failed because their workflow never started.
 	Stranded []uuid.UUID `json:"stranded,omitempty"`
 }
 
 // MaintainDispatchQueue reclaims orphans held in processing past the processing
-// timeout, expires requests older than schema.DispatchRequestTTL, and fails deliveries whose command no Thorax
+// timeout, expires requests older than domain.DispatchRequestTTL, and fails deliveries whose command no Thorax
 // claimed within the delivery timeout. Every replica runs it on its tick; it is
 // idempotent.
 func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispatchQueueInput) (MaintainDispatchQueueResult, error) {
@@ -212,20 +213,20 @@ func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispa
 // summarizeDelivery counts outcomes and keeps up to maxReportedOutcomes of those not
 // dispatched, with their error text bounded: the history gets what explains a batch, not
 // one entry per request.
-func summarizeDelivery(outcomes []schema.DeliveryOutcome) DeliverBatchResult {
+func summarizeDelivery(outcomes []domain.DeliveryOutcome) DeliverBatchResult {
 	var res DeliverBatchResult
 	for _, o := range outcomes {
 		switch o.Outcome {
-		case schema.OutcomeDispatched:
+		case domain.OutcomeDispatched:
 			res.Dispatched++
 			continue
-		case schema.OutcomeRetry:
+		case domain.OutcomeRetry:
 			res.Retried++
-		case schema.OutcomeFailed:
+		case domain.OutcomeFailed:
 			res.Failed++
-		case schema.OutcomeExpired:
+		case domain.OutcomeExpired:
 			res.Expired++
-		case schema.OutcomeStale:
+		case domain.OutcomeStale:
 			res.Stale++
 		}
 		if len(res.Outcomes) < maxReportedOutcomes {

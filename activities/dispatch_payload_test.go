@@ -6,10 +6,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
-
-	"github.com/mantis-deploy/mantis/schema"
 )
 
 // temporalPayloadLimit is Temporal's limit on one payload.
@@ -29,21 +28,21 @@ func payloadSize(t *testing.T, v any) int {
 func TestDispatchPayloadsAtMaxBatch(t *testing.T) {
 	longName := strings.Repeat("t", 128)
 	longError := strings.Repeat("é", 4000)
-	claimed := make([]schema.ClaimedRequest, MaxClaimBatch)
-	refs := make([]schema.ClaimRef, MaxClaimBatch)
-	outcomes := make([]schema.DeliveryOutcome, MaxClaimBatch)
+	claimed := make([]domain.ClaimedRequest, MaxClaimBatch)
+	refs := make([]domain.ClaimRef, MaxClaimBatch)
+	outcomes := make([]domain.DeliveryOutcome, MaxClaimBatch)
 	now := time.Now()
 	for i := range claimed {
 		id := uuid.Must(uuid.NewV7())
-		claimed[i] = schema.ClaimedRequest{ID: id, Epoch: 1 << 40, Target: longName, Priority: "normal", Attempts: 9, CreatedAt: now}
-		refs[i] = schema.ClaimRef{ID: id, Epoch: 1 << 40}
+		claimed[i] = domain.ClaimedRequest{ID: id, Epoch: 1 << 40, Target: longName, Priority: "normal", Attempts: 9, CreatedAt: now}
+		refs[i] = domain.ClaimRef{ID: id, Epoch: 1 << 40}
 		cmd := uuid.Must(uuid.NewV7())
-		outcome := schema.OutcomeRetry
+		outcome := domain.OutcomeRetry
 		if i%2 == 0 {
-			outcome = schema.OutcomeDispatched
+			outcome = domain.OutcomeDispatched
 		}
-		outcomes[i] = schema.DeliveryOutcome{RequestID: id, Outcome: outcome, CommandID: &cmd, Error: longError, NextAttemptAt: &now,
-			Queued: time.Hour, Command: &schema.DispatchedCommand{ID: cmd, Target: longName, Mode: "listen", Priority: "normal", AssignedInstanceID: &cmd}}
+		outcomes[i] = domain.DeliveryOutcome{RequestID: id, Outcome: outcome, CommandID: &cmd, Error: longError, NextAttemptAt: &now,
+			Queued: time.Hour, Command: &domain.DispatchedCommand{ID: cmd, Target: longName, Mode: "listen", Priority: "normal", AssignedInstanceID: &cmd}}
 	}
 
 	claim := payloadSize(t, ClaimBatchResult{Claimed: claimed, Lost: 3})
@@ -65,5 +64,5 @@ func TestDispatchPayloadsAtMaxBatch(t *testing.T) {
 	var back ClaimBatchResult
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &back))
 	require.Equal(t, 3, back.Lost)
-	require.Equal(t, []schema.ClaimedRequest{{ID: claimed[0].ID, Epoch: claimed[0].Epoch}, {ID: claimed[1].ID, Epoch: claimed[1].Epoch}}, back.Claimed)
+	require.Equal(t, []domain.ClaimedRequest{{ID: claimed[0].ID, Epoch: claimed[0].Epoch}, {ID: claimed[1].ID, Epoch: claimed[1].Epoch}}, back.Claimed)
 }

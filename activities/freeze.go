@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -34,7 +35,7 @@ func (a *Activities) refuseFrozen(ctx context.Context, id uuid.UUID, targets []s
 		names[i] = fmt.Sprintf("%q (%s)", f.Name, f.Reason)
 	}
 	reason := "refused by active freeze " + strings.Join(names, ", ")
-	if _, err := schema.FinishDeployment(ctx, a.DB, id, schema.DeploymentFailed, reason); err != nil {
+	if _, err := schema.FinishDeployment(ctx, a.DB, id, domain.DeploymentFailed, reason); err != nil {
 		return err
 	}
 	if a.Logger != nil {

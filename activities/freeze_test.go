@@ -12,6 +12,7 @@ import (
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -49,7 +50,7 @@ func TestStartDeploymentRefusesFrozenTargets(t *testing.T) {
 	require.NoError(t, err)
 	d, err := schema.GetDeployment(ctx, pool, id)
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentFailed, d.Status)
+	require.Equal(t, domain.DeploymentFailed, d.Status)
 
 	require.NoError(t, start("unfrozen-by-hand", "stage-1"))
 }

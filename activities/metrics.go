@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -43,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer, db *pgxpool.Pool) *Metrics {
 			Name: "mantis_dispatch_failures_total", Help: "Requests failed after spending their budget: a first delivery and 10 retries.",
 		}),
 		expiries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "mantis_dispatch_expiries_total", Help: "Requests expired " + schema.DispatchRequestTTLText + " after creation.",
+			Name: "mantis_dispatch_expiries_total", Help: "Requests expired " + domain.DispatchRequestTTLText + " after creation.",
 		}),
 		enqueueDispatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mantis_dispatch_enqueue_to_dispatch_seconds",
@@ -80,11 +81,11 @@ func (m *Metrics) delivered(r DeliverBatchResult) {
 	if m == nil {
 		return
 	}
-	m.attempts.WithLabelValues(schema.OutcomeDispatched).Add(float64(r.Dispatched))
-	m.attempts.WithLabelValues(schema.OutcomeRetry).Add(float64(r.Retried))
-	m.attempts.WithLabelValues(schema.OutcomeFailed).Add(float64(r.Failed))
-	m.attempts.WithLabelValues(schema.OutcomeExpired).Add(float64(r.Expired))
-	m.attempts.WithLabelValues(schema.OutcomeStale).Add(float64(r.Stale))
+	m.attempts.WithLabelValues(domain.OutcomeDispatched).Add(float64(r.Dispatched))
+	m.attempts.WithLabelValues(domain.OutcomeRetry).Add(float64(r.Retried))
+	m.attempts.WithLabelValues(domain.OutcomeFailed).Add(float64(r.Failed))
+	m.attempts.WithLabelValues(domain.OutcomeExpired).Add(float64(r.Expired))
+	m.attempts.WithLabelValues(domain.OutcomeStale).Add(float64(r.Stale))
 	m.failures.Add(float64(r.Failed))
 	m.expiries.Add(float64(r.Expired))
 }
@@ -96,7 +97,7 @@ func (m *Metrics) maintained(r MaintainDispatchQueueResult) {
 	m.reclaimed.Add(float64(len(r.Reclaimed)))
 	m.expiries.Add(float64(len(r.Expired)))
 	for _, q := range r.Requeued {
-		if q.Outcome == schema.OutcomeFailed {
+		if q.Outcome == domain.OutcomeFailed {
 			m.failures.Inc()
 		}
 		m.attempts.WithLabelValues(q.Outcome).Inc()
@@ -119,8 +120,8 @@ func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
 	}
-	for _, status := range []string{schema.StatusPending, schema.StatusProcessing, schema.StatusDispatched, schema.StatusFailed, schema.StatusExpired} {
-		for _, prio := range schema.Priorities {
+	for _, status := range []string{domain.StatusPending, domain.StatusProcessing, domain.StatusDispatched, domain.StatusFailed, domain.StatusExpired} {
+		for _, prio := range domain.Priorities {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(depth[[2]string{status, prio}]), status, prio)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -55,7 +56,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if counts, err := schema.ThoraxInstancesByStatus(ctx, c.db); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.instances, err)
 	} else {
-		for _, status := range schema.InstanceStatuses {
+		for _, status := range domain.InstanceStatuses {
 			ch <- prometheus.MustNewConstMetric(c.instances, prometheus.GaugeValue, float64(counts[status]), status)
 		}
 	}

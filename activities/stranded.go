@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -55,12 +56,12 @@ func (a *Activities) failStrandedDeployments(ctx context.Context) ([]uuid.UUID, 
 		if started {
 			continue
 		}
-		final, err := schema.FinishDeployment(ctx, a.DB, id, schema.DeploymentFailed, StrandedReason)
+		final, err := schema.FinishDeployment(ctx, a.DB, id, domain.DeploymentFailed, StrandedReason)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if final == schema.DeploymentFailed {
+		if final == domain.DeploymentFailed {
 			a.Logger.WarnContext(ctx, "failed deployment whose workflow never started", "deployment_id", id,
 				"pending_for_over", StrandedDeploymentAge)
 			failed = append(failed, id)

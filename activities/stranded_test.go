@@ -13,6 +13,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -57,7 +58,7 @@ func TestMaintenanceFailsDeploymentsWhoseWorkflowNeverStarted(t *testing.T) {
 
 	view, err := schema.GetDeployment(ctx, pool, stranded)
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentFailed, view.Status)
+	require.Equal(t, domain.DeploymentFailed, view.Status)
 	var reason string
 	require.NoError(t, pool.QueryRow(ctx, `SELECT data->>'reason' FROM deployment_events WHERE deployment_id = $1 AND type = $2`,
 		stranded, string(events.DeploymentFailed)).Scan(&reason))
@@ -65,7 +66,7 @@ func TestMaintenanceFailsDeploymentsWhoseWorkflowNeverStarted(t *testing.T) {
 	for _, id := range []uuid.UUID{queued, fresh} {
 		view, err := schema.GetDeployment(ctx, pool, id)
 		require.NoError(t, err)
-		require.Equal(t, schema.DeploymentPending, view.Status)
+		require.Equal(t, domain.DeploymentPending, view.Status)
 	}
 
 	res, err = a.MaintainDispatchQueue(ctx, activities.MaintainDispatchQueueInput{ReplicaID: "r"})

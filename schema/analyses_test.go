@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -33,7 +34,7 @@ func TestExternalAnalysisIsStoredOnce(t *testing.T) {
 	a, err := schema.AnalysisByExternalID(ctx, pool, "req-1")
 	require.NoError(t, err)
 	require.Equal(t, schema.AnalysisExternal, a.Source)
-	require.Equal(t, schema.AnalysisQueued, a.Status)
+	require.Equal(t, domain.AnalysisQueued, a.Status)
 	require.Equal(t, "req-1", a.ExternalID)
 	require.Nil(t, a.CommandID)
 	require.Equal(t, "disk_full", a.Category, "the first request's classification stays")
@@ -93,13 +94,13 @@ func TestLockQueuedAnalysesSkipsRowsAnotherTransactionHolds(t *testing.T) {
 
 	a, err := schema.AnalysisByExternalID(ctx, pool, "a")
 	require.NoError(t, err)
-	require.Equal(t, schema.AnalysisDone, a.Status)
+	require.Equal(t, domain.AnalysisDone, a.Status)
 	require.Equal(t, "rules", a.RefinedBy)
 	require.Empty(t, a.Error)
 	require.NotNil(t, a.FinishedAt)
 	c, err := schema.AnalysisByExternalID(ctx, pool, "c")
 	require.NoError(t, err)
-	require.Equal(t, schema.AnalysisFailed, c.Status)
+	require.Equal(t, domain.AnalysisFailed, c.Status)
 	require.Equal(t, "could not record", c.Error)
 
 	ok, err := schema.FinishAnalysis(ctx, pool, a.ID, schema.AnalysisOutcome{Category: "unknown", Summary: "again"})
@@ -132,7 +133,7 @@ func TestFailedCommandAnalysisCarriesItsCommand(t *testing.T) {
 	a, err := schema.AnalysisByCommandID(b.ctx, b.pool, cmds[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, schema.AnalysisInternal, a.Source)
-	require.Equal(t, schema.AnalysisQueued, a.Status)
+	require.Equal(t, domain.AnalysisQueued, a.Status)
 	require.Equal(t, &cmds[0].ID, a.CommandID)
 	_, err = schema.AnalysisByCommandID(b.ctx, b.pool, cmds[1].ID)
 	require.ErrorIs(t, err, schema.ErrNotFound, "a command that succeeded has no analysis")

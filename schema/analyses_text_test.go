@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -32,7 +33,7 @@ func TestAnalysisOutcomeTextIsBoundedAndStored(t *testing.T) {
 	require.True(t, ok)
 	a, err := schema.AnalysisByExternalID(ctx, pool, "model")
 	require.NoError(t, err)
-	require.Equal(t, schema.AnalysisDone, a.Status)
+	require.Equal(t, domain.AnalysisDone, a.Status)
 	require.True(t, utf8.ValidString(a.Summary))
 	require.True(t, strings.HasPrefix(a.Summary, "the model said\u2400 blah"))
 	require.LessOrEqual(t, len(a.Summary), schema.MaxAnalysisTextBytes)

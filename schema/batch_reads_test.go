@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -96,7 +97,7 @@ func TestDeliverReadsItsBatchNotTheQueue(t *testing.T) {
 	out, err := schema.DeliverClaimed(b.ctx, tx, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
 	for _, o := range out {
-		require.Equal(t, schema.OutcomeDispatched, o.Outcome)
+		require.Equal(t, domain.OutcomeDispatched, o.Outcome)
 	}
 	scansAfter, _ := queueReads(t, b, tx)
 	require.Equal(t, scans, scansAfter, "the delivery scanned the whole queue")

@@ -6,11 +6,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
 // deliver makes the request's next delivery at once and returns its command.
-func (b dispatchBundle) deliver(t *testing.T, request uuid.UUID) schema.DeliveryOutcome {
+func (b dispatchBundle) deliver(t *testing.T, request uuid.UUID) domain.DeliveryOutcome {
 	t.Helper()
 	_, err := b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET next_attempt_at = now() WHERE id = $1`, request)
 	require.NoError(t, err)
@@ -19,7 +20,7 @@ func (b dispatchBundle) deliver(t *testing.T, request uuid.UUID) schema.Delivery
 	require.Len(t, claim.Claimed, 1)
 	out, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeDispatched, out[0].Outcome, out[0].Error)
+	require.Equal(t, domain.OutcomeDispatched, out[0].Outcome, out[0].Error)
 	return out[0]
 }
 
@@ -30,12 +31,12 @@ func TestBudgetIsAFirstDeliveryAndTenRetries(t *testing.T) {
 	t.Parallel()
 	b := setupDispatch(t, "web-1")
 	id := b.enqueue(t, req("k1", "web-1", "normal"))[0].ID
-	require.Equal(t, 10, schema.MaxDispatchRetries, "the seed's figure")
-	require.Equal(t, 11, schema.MaxDispatchDeliveries)
+	require.Equal(t, 10, domain.MaxDispatchRetries, "the seed's figure")
+	require.Equal(t, 11, domain.MaxDispatchDeliveries)
 
-	for delivery := 1; delivery <= schema.MaxDispatchDeliveries; delivery++ {
+	for delivery := 1; delivery <= domain.MaxDispatchDeliveries; delivery++ {
 		out := b.deliver(t, id)
-		require.Equal(t, schema.MaxDispatchRetries-(delivery-1), out.Command.MaxRetries, "delivery %d leaves the retries not spent", delivery)
+		require.Equal(t, domain.MaxDispatchRetries-(delivery-1), out.Command.MaxRetries, "delivery %d leaves the retries not spent", delivery)
 
 		// A drain hands the command back unrun: no delivery is spent.
 		cmds, err := schema.FetchPendingCommands(b.ctx, b.pool, schema.FetchCommandsRequest{InstanceID: b.instance, PollTargets: []string{"web-1"}, Max: 1})
@@ -53,17 +54,17 @@ func TestBudgetIsAFirstDeliveryAndTenRetries(t *testing.T) {
 		require.Len(t, failed, 1)
 		status, attempts, _ := b.status(t, id)
 		require.Equal(t, delivery, attempts)
-		if delivery < schema.MaxDispatchDeliveries {
-			require.Equal(t, schema.OutcomeRetry, failed[0].Outcome, "failed delivery %d leaves retries", delivery)
-			require.Equal(t, schema.StatusPending, status, "failed delivery %d", delivery)
+		if delivery < domain.MaxDispatchDeliveries {
+			require.Equal(t, domain.OutcomeRetry, failed[0].Outcome, "failed delivery %d leaves retries", delivery)
+			require.Equal(t, domain.StatusPending, status, "failed delivery %d", delivery)
 			continue
 		}
-		require.Equal(t, schema.OutcomeFailed, failed[0].Outcome, "the 11th failed delivery fails the request")
-		require.Equal(t, schema.StatusFailed, status)
+		require.Equal(t, domain.OutcomeFailed, failed[0].Outcome, "the 11th failed delivery fails the request")
+		require.Equal(t, domain.StatusFailed, status)
 	}
 	var rows int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM command_queue WHERE dispatch_request_id = $1`, id).Scan(&rows))
-	require.Equal(t, schema.MaxDispatchDeliveries, rows, "one command_queue row per delivery, 11 at most")
+	require.Equal(t, domain.MaxDispatchDeliveries, rows, "one command_queue row per delivery, 11 at most")
 	claim, err := schema.ClaimPending(b.ctx, b.pool, replica, 10)
 	require.NoError(t, err)
 	require.Empty(t, claim.Claimed, "a failed request is never delivered again")
@@ -81,7 +82,7 @@ func TestRedispatchOfAnUnclaimedCommandIsFenced(t *testing.T) {
 
 	res, err := schema.ScheduleRedispatch(b.ctx, b.pool, b.instance, *first.CommandID, schema.UnclaimedLeaseEpoch, "nudge failed twice")
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeRetry, res.Outcome)
+	require.Equal(t, domain.OutcomeRetry, res.Outcome)
 	_, attempts, lastErr := b.status(t, id)
 	require.Equal(t, 1, attempts)
 	require.Equal(t, "nudge failed twice", *lastErr)
@@ -111,7 +112,7 @@ func TestRedispatchOfAnUnclaimedCommandIsFenced(t *testing.T) {
 	// The last delivery: Mandible refuses, and the command stays queued.
 	_, err = b.pool.Exec(b.ctx, `UPDATE command_queue SET status = 'cancelled' WHERE id = $1`, *second.CommandID)
 	require.NoError(t, err)
-	_, err = b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET status = 'pending', attempts = $2 WHERE id = $1`, id, schema.MaxDispatchRetries)
+	_, err = b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET status = 'pending', attempts = $2 WHERE id = $1`, id, domain.MaxDispatchRetries)
 	require.NoError(t, err)
 	last := b.deliver(t, id)
 	require.Zero(t, last.Command.MaxRetries, "the last delivery has no retry left")

@@ -3,28 +3,17 @@ package schema
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
-
-// ClaimedRequest is a request a replica won, with the epoch that fences its outcome.
-type ClaimedRequest struct {
-	ID        uuid.UUID `json:"id"`
-	Epoch     int64     `json:"epoch"`
-	Target    string    `json:"target"`
-	Priority  string    `json:"priority"`
-	Attempts  int       `json:"attempts"`
-	CreatedAt time.Time `json:"created_at"`
-}
 
 // ClaimResult is one claim: the rows won, and how many candidates were lost to other
 // replicas between load and update.
 type ClaimResult struct {
-	Claimed []ClaimedRequest
+	Claimed []domain.ClaimedRequest
 	Lost    int
 }
 
@@ -76,14 +65,14 @@ func ClaimPendingFor(ctx context.Context, db TxBeginner, replica, key string, li
 }
 
 // heldUnder returns the rows replica holds in processing under key, in claim order.
-func heldUnder(ctx context.Context, db DB, replica, key string) ([]ClaimedRequest, error) {
+func heldUnder(ctx context.Context, db DB, replica, key string) ([]domain.ClaimedRequest, error) {
 	rows, err := queries.HeldUnderKey(ctx, db, dbsqlc.HeldUnderKeyParams{Replica: replica, ClaimKey: key})
 	if err != nil {
 		return nil, fmt.Errorf("reading rows claimed under %s: %w", key, err)
 	}
-	out := make([]ClaimedRequest, len(rows))
+	out := make([]domain.ClaimedRequest, len(rows))
 	for i, r := range rows {
-		out[i] = ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority, Attempts: int(r.Attempts), CreatedAt: r.CreatedAt}
+		out[i] = domain.ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority, Attempts: int(r.Attempts), CreatedAt: r.CreatedAt}
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -177,7 +178,7 @@ func claimWithinTargetRoom(ctx context.Context, tx pgx.Tx, replica, key string, 
 		case !r.Claimed:
 			res.Lost++
 		default:
-			res.Claimed = append(res.Claimed, ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority,
+			res.Claimed = append(res.Claimed, domain.ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority,
 				Attempts: int(r.Attempts), CreatedAt: r.CreatedAt})
 		}
 	}
@@ -251,7 +252,7 @@ func claimAdmitted(ctx context.Context, tx pgx.Tx, replica, key string, ids []uu
 			res.Lost++
 			continue
 		}
-		res.Claimed = append(res.Claimed, ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority,
+		res.Claimed = append(res.Claimed, domain.ClaimedRequest{ID: r.ID, Epoch: r.ClaimEpoch, Target: r.Target, Priority: r.Priority,
 			Attempts: int(r.Attempts), CreatedAt: r.CreatedAt})
 	}
 	return nil

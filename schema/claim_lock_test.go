@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -66,5 +67,5 @@ func TestClaimWaitsForTheClaimInFlightAndCountsWhatItTook(t *testing.T) {
 	require.NoError(t, got.err)
 	require.Empty(t, got.res.Claimed, "db-1 runs the request the claim in flight took; its limit is one")
 	status, _, _ := b.status(t, second[0].ID)
-	require.Equal(t, schema.StatusPending, status)
+	require.Equal(t, domain.StatusPending, status)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -28,9 +29,9 @@ func TestClaimTakesHighBeforeNormalBeforeLowThenAge(t *testing.T) {
 		require.Equal(t, int64(1), c.Epoch)
 	}
 	status, _, _ := b.status(t, low[0].ID)
-	require.Equal(t, schema.StatusPending, status)
+	require.Equal(t, domain.StatusPending, status)
 	status, _, _ = b.status(t, high[0].ID)
-	require.Equal(t, schema.StatusProcessing, status)
+	require.Equal(t, domain.StatusProcessing, status)
 
 	again, err := schema.ClaimPending(b.ctx, b.pool, "replica-b", 10)
 	require.NoError(t, err)
@@ -111,7 +112,7 @@ func TestRetriedClaimReturnsTheRowsItsFirstAttemptClaimed(t *testing.T) {
 	out, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(retry.Claimed), deliverOpts)
 	require.NoError(t, err)
 	for _, o := range out {
-		require.Equal(t, schema.OutcomeDispatched, o.Outcome)
+		require.Equal(t, domain.OutcomeDispatched, o.Outcome)
 	}
 
 	// Once delivered, the same key claims afresh (its rows left processing), and the next

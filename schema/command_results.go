@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
@@ -105,9 +106,9 @@ func storedText(r CommandResult) resultText {
 // event, the views and the analysis read.
 func StoreCommandResult(ctx context.Context, db DB, in ResultToStore) (StoredResult, error) {
 	instance, command, epoch, r := in.Instance, in.Command, in.Epoch, in.Result
-	status := CommandFailed
+	status := domain.CommandFailed
 	if r.Succeeded() {
-		status = CommandSucceeded
+		status = domain.CommandSucceeded
 	}
 	text := storedText(r)
 	out := StoredResult{CommandID: command, Status: status}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -153,7 +154,7 @@ func ReleaseCommands(ctx context.Context, db DB, instance uuid.UUID, leases []Co
 // requireLive returns ErrInstanceDead for an instance that is unknown or dead.
 func requireLive(ctx context.Context, db DB, instance uuid.UUID) error {
 	status, err := queries.InstanceStatus(ctx, db, instance)
-	if errors.Is(notFound(err), ErrNotFound) || (err == nil && status == InstanceDead) {
+	if errors.Is(notFound(err), ErrNotFound) || (err == nil && status == domain.InstanceDead) {
 		return ErrInstanceDead
 	}
 	if err != nil {

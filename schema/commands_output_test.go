@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -72,7 +73,7 @@ func TestResultWithNULAndInvalidUTF8IsStoredAndShown(t *testing.T) {
 
 	a, err := schema.AnalysisByCommandID(b.ctx, b.pool, cmd.ID)
 	require.NoError(t, err)
-	require.Equal(t, schema.AnalysisQueued, a.Status)
+	require.Equal(t, domain.AnalysisQueued, a.Status)
 	var input string
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT input FROM analyses WHERE command_id = $1`, cmd.ID).Scan(&input))
 	requireDisplayText(t, input)

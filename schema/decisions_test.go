@@ -8,6 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -22,7 +23,7 @@ func TestRetryStepRunsOnlyTheFailedTargetsAgain(t *testing.T) {
 	w.finish(t, "web-00002")
 	p, err := schema.AdvanceStep(w.ctx, w.pool, w.id, 0)
 	require.NoError(t, err)
-	require.Equal(t, schema.StepFailed, p.Status)
+	require.Equal(t, domain.StepFailed, p.Status)
 	require.Equal(t, 1, p.Failed)
 
 	n, err := schema.RetryStep(w.ctx, w.pool, w.id, 0, 1)
@@ -35,7 +36,7 @@ func TestRetryStepRunsOnlyTheFailedTargetsAgain(t *testing.T) {
 	p, err = schema.AdvanceStep(w.ctx, w.pool, w.id, 0)
 	require.NoError(t, err)
 	require.False(t, p.Done)
-	require.Equal(t, schema.StepProgress{Total: 4, Enqueued: 4, Succeeded: 3, Running: 1}, p, "the retried target runs; the failure is superseded")
+	require.Equal(t, domain.StepProgress{Total: 4, Enqueued: 4, Succeeded: 3, Running: 1}, p, "the retried target runs; the failure is superseded")
 	var requests []string
 	rows, err := w.pool.Query(w.ctx, `SELECT t.name FROM pending_dispatch_requests p JOIN targets t ON t.id = p.target_id
 		WHERE p.deployment_id = $1 ORDER BY p.created_at, t.name`, w.id)
@@ -51,7 +52,7 @@ func TestRetryStepRunsOnlyTheFailedTargetsAgain(t *testing.T) {
 	w.finish(t)
 	p, err = schema.AdvanceStep(w.ctx, w.pool, w.id, 0)
 	require.NoError(t, err)
-	require.Equal(t, schema.StepSucceeded, p.Status)
+	require.Equal(t, domain.StepSucceeded, p.Status)
 	require.Equal(t, 4, p.Succeeded)
 }
 

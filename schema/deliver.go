@@ -9,60 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
-)
-
-// Delivery outcomes of one claimed request.
-const (
-	// OutcomeDispatched: a command_queue row was written.
-	OutcomeDispatched = "dispatched"
-	// OutcomeRetry: the delivery failed; the request is pending again after a backoff.
-	OutcomeRetry = "retry"
-	// OutcomeFailed: the delivery failed and the budget is spent: it was the last of
-	// MaxDispatchDeliveries (a first delivery and MaxDispatchRetries retries).
-	OutcomeFailed = "failed"
-	// OutcomeExpired: the request passed DispatchRequestTTL before delivery.
-	OutcomeExpired = "expired"
-	// OutcomeStale: the caller's epoch no longer holds the request (it was reclaimed);
-	// the write was refused.
-	OutcomeStale = "stale"
 )
 
 // outcomeOfStatus is the outcome a request's recorded status reports when a delivery
 // is replayed.
 var outcomeOfStatus = map[string]string{
-	StatusDispatched: OutcomeDispatched, StatusPending: OutcomeRetry, StatusFailed: OutcomeFailed, StatusExpired: OutcomeExpired,
-}
-
-// ClaimRef names a claimed request and the epoch its holder claimed it with.
-type ClaimRef struct {
-	ID    uuid.UUID `json:"id"`
-	Epoch int64     `json:"epoch"`
-}
-
-// DeliveryOutcome is what became of one claimed request.
-type DeliveryOutcome struct {
-	RequestID     uuid.UUID  `json:"request_id"`
-	Outcome       string     `json:"outcome"`
-	CommandID     *uuid.UUID `json:"command_id,omitempty"`
-	Error         string     `json:"error,omitempty"`
-	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
-	// Queued is how long the request waited from creation to dispatch.
-	Queued time.Duration `json:"queued_ns,omitempty"`
-	// Command is the written command, for the broker nudge.
-	Command *DispatchedCommand `json:"command,omitempty"`
-}
-
-// DispatchedCommand is the part of a written command_queue row a nudge carries.
-type DispatchedCommand struct {
-	ID                 uuid.UUID  `json:"id"`
-	Target             string     `json:"target"`
-	Mode               string     `json:"mode"`
-	Priority           string     `json:"priority"`
-	AssignedInstanceID *uuid.UUID `json:"assigned_instance_id,omitempty"`
-	MaxRetries         int        `json:"max_retries"`
-	// TraceParent is the W3C trace context the request was enqueued in, "" for none.
-	TraceParent string `json:"trace_parent,omitempty"`
+	domain.StatusDispatched: domain.OutcomeDispatched, domain.StatusPending: domain.OutcomeRetry, domain.StatusFailed: domain.OutcomeFailed, domain.StatusExpired: domain.OutcomeExpired,
 }
 
 // DeliverOptions tunes DeliverClaimed.
@@ -78,7 +32,7 @@ type DeliverOptions struct {
 // budget is spent), or expiry. Writes are fenced by epoch: a request reclaimed since is
 // reported stale and left alone. Replaying a batch returns the outcomes recorded the
 // first time.
-func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []ClaimRef, opts DeliverOptions) ([]DeliveryOutcome, error) {
+func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []domain.ClaimRef, opts DeliverOptions) ([]domain.DeliveryOutcome, error) {
 	if len(batch) == 0 {
 		return nil, nil
 	}
@@ -111,55 +65,55 @@ func DeliverClaimed(ctx context.Context, db TxBeginner, replica string, batch []
 
 // deliveryPlan is a batch's outcomes and the writes that record them.
 type deliveryPlan struct {
-	outcomes []DeliveryOutcome
+	outcomes []domain.DeliveryOutcome
 	writes   dbsqlc.RecordDeliveryOutcomesParams
 }
 
 // add decides the outcome of request id, loaded as r (ok false: not found).
 func (p *deliveryPlan) add(id uuid.UUID, r dbsqlc.LoadClaimedBatchRow, ok bool) {
-	out := DeliveryOutcome{RequestID: id}
+	out := domain.DeliveryOutcome{RequestID: id}
 	switch {
 	case !ok || !r.Held:
-		out.Outcome, out.Error = OutcomeStale, "claim epoch no longer holds the request: refused"
-	case r.Status != StatusProcessing:
+		out.Outcome, out.Error = domain.OutcomeStale, "claim epoch no longer holds the request: refused"
+	case r.Status != domain.StatusProcessing:
 		// Recorded by an earlier run of this delivery: report it again.
 		out.Outcome = outcomeOfStatus[r.Status]
 		if r.ExistingCommandID != uuid.Nil { // the query reads a missing command as uuid.Nil
 			cmd := r.ExistingCommandID
 			out.CommandID = &cmd
 		}
-		if r.LastError != nil && out.Outcome != OutcomeDispatched {
+		if r.LastError != nil && out.Outcome != domain.OutcomeDispatched {
 			out.Error = *r.LastError
 		}
-		if out.Outcome == OutcomeRetry {
+		if out.Outcome == domain.OutcomeRetry {
 			t := r.NextAttemptAt
 			out.NextAttemptAt = &t
 		}
 	case r.Expired:
-		out.Outcome, out.Error = OutcomeExpired, expiredText+" before it could be dispatched"
-		p.write(id, r.RowAt, StatusExpired, expiredText)
+		out.Outcome, out.Error = domain.OutcomeExpired, expiredText+" before it could be dispatched"
+		p.write(id, r.RowAt, domain.StatusExpired, expiredText)
 	case r.Deregistered || !r.Live:
 		out.Error = fmt.Sprintf("no live Thorax for target %s", r.Target)
 		if r.Deregistered {
 			out.Error = fmt.Sprintf("target %s is deregistered", r.Target)
 		}
-		out.Outcome = OutcomeRetry
-		status := StatusPending
-		if int(r.Attempts)+1 >= MaxDispatchDeliveries {
-			out.Outcome, status = OutcomeFailed, StatusFailed
+		out.Outcome = domain.OutcomeRetry
+		status := domain.StatusPending
+		if int(r.Attempts)+1 >= domain.MaxDispatchDeliveries {
+			out.Outcome, status = domain.OutcomeFailed, domain.StatusFailed
 		}
 		p.write(id, r.RowAt, status, out.Error)
 	default:
 		cmd := uuid.Must(uuid.NewV7())
-		out.Outcome, out.CommandID, out.Queued = OutcomeDispatched, &cmd, r.Queued
+		out.Outcome, out.CommandID, out.Queued = domain.OutcomeDispatched, &cmd, r.Queued
 		// max_retries is the retries this delivery leaves: 0 on the last one, which
 		// then skips the broker's free requeue too.
-		retries := MaxDispatchRetries - int(r.Attempts)
-		out.Command = &DispatchedCommand{ID: cmd, Target: r.Target, Mode: r.Mode, Priority: r.Priority,
+		retries := domain.MaxDispatchRetries - int(r.Attempts)
+		out.Command = &domain.DispatchedCommand{ID: cmd, Target: r.Target, Mode: r.Mode, Priority: r.Priority,
 			AssignedInstanceID: r.AssignedInstanceID, MaxRetries: retries, TraceParent: r.TraceParent}
 		w := &p.writes
 		w.CommandIds, w.CommandRows, w.CommandRetries = append(w.CommandIds, cmd), append(w.CommandRows, r.RowAt), append(w.CommandRetries, int32(retries))
-		p.write(id, r.RowAt, StatusDispatched, "")
+		p.write(id, r.RowAt, domain.StatusDispatched, "")
 	}
 	p.outcomes = append(p.outcomes, out)
 }
@@ -192,7 +146,7 @@ func (p *deliveryPlan) record(ctx context.Context, tx pgx.Tx) error {
 		retryAt[r.ID] = r.NextAttemptAt
 	}
 	for i := range p.outcomes {
-		if at, ok := retryAt[p.outcomes[i].RequestID]; ok && p.outcomes[i].Outcome == OutcomeRetry {
+		if at, ok := retryAt[p.outcomes[i].RequestID]; ok && p.outcomes[i].Outcome == domain.OutcomeRetry {
 			p.outcomes[i].NextAttemptAt = &at
 		}
 	}

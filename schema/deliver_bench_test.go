@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -62,7 +63,7 @@ type statementsRow struct {
 }
 
 // benchDeliverer delivers a claimed batch and says how many commands it wrote.
-type benchDeliverer func(ctx context.Context, conn *pgx.Conn, batch []schema.ClaimRef) (int, error)
+type benchDeliverer func(ctx context.Context, conn *pgx.Conn, batch []domain.ClaimRef) (int, error)
 
 // BenchmarkDeliverAgainstStatements claims a queue of 1,000 live targets, 10 requests
 // each, in batches of 100 and delivers every batch: with DeliverClaimed, and with the
@@ -74,11 +75,11 @@ func BenchmarkDeliverAgainstStatements(b *testing.B) {
 		name    string
 		deliver benchDeliverer
 	}{
-		{"deliverclaimed", func(ctx context.Context, conn *pgx.Conn, batch []schema.ClaimRef) (int, error) {
+		{"deliverclaimed", func(ctx context.Context, conn *pgx.Conn, batch []domain.ClaimRef) (int, error) {
 			out, err := schema.DeliverClaimed(ctx, conn, replica, batch, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 			n := 0
 			for _, o := range out {
-				if o.Outcome == schema.OutcomeDispatched {
+				if o.Outcome == domain.OutcomeDispatched {
 					n++
 				}
 			}
@@ -101,7 +102,7 @@ func BenchmarkDeliverAgainstStatements(b *testing.B) {
 }
 
 // deliverWithStatements is the baseline delivery: every held request is dispatched.
-func deliverWithStatements(ctx context.Context, conn *pgx.Conn, batch []schema.ClaimRef) (int, error) {
+func deliverWithStatements(ctx context.Context, conn *pgx.Conn, batch []domain.ClaimRef) (int, error) {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -135,7 +136,7 @@ func deliverWithStatements(ctx context.Context, conn *pgx.Conn, batch []schema.C
 	}
 	cmdIDs, retries := make([]uuid.UUID, len(held)), make([]int32, len(held))
 	for i := range held {
-		cmdIDs[i], retries[i] = uuid.Must(uuid.NewV7()), schema.MaxDispatchRetries
+		cmdIDs[i], retries[i] = uuid.Must(uuid.NewV7()), domain.MaxDispatchRetries
 	}
 	sent := &pgx.Batch{}
 	sent.Queue(statementsInsertSQL, cmdIDs, held, retries)
@@ -166,9 +167,9 @@ func deliverQueue(b *testing.B, deliver benchDeliverer) time.Duration {
 		if len(res.Claimed) == 0 {
 			break
 		}
-		batch := make([]schema.ClaimRef, len(res.Claimed))
+		batch := make([]domain.ClaimRef, len(res.Claimed))
 		for i, c := range res.Claimed {
-			batch[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+			batch[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 		}
 		start := time.Now()
 		n, err := deliver(bd.ctx, conn.Conn(), batch)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -20,19 +21,19 @@ func TestDeliverWritesOneCommandPerRequestAndIsReplayable(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out, 2)
 	for _, o := range out {
-		require.Equal(t, schema.OutcomeDispatched, o.Outcome)
+		require.Equal(t, domain.OutcomeDispatched, o.Outcome)
 		require.NotNil(t, o.CommandID)
 		require.NotNil(t, o.Command)
 		require.Equal(t, "poll", o.Command.Mode)
 		require.Equal(t, b.instance, *o.Command.AssignedInstanceID)
-		require.Equal(t, schema.MaxDispatchRetries, o.Command.MaxRetries, "a first delivery leaves every retry")
+		require.Equal(t, domain.MaxDispatchRetries, o.Command.MaxRetries, "a first delivery leaves every retry")
 	}
 	require.Equal(t, "high", out[0].Command.Priority)
 
 	replay, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
 	for i, o := range replay {
-		require.Equal(t, schema.OutcomeDispatched, o.Outcome, "a replayed delivery reports the recorded outcome")
+		require.Equal(t, domain.OutcomeDispatched, o.Outcome, "a replayed delivery reports the recorded outcome")
 		require.Equal(t, *out[i].CommandID, *o.CommandID)
 	}
 	var commands int
@@ -46,7 +47,7 @@ func TestDeliverWithoutLiveThoraxBacksOffAndFailsAfterElevenDeliveries(t *testin
 	b.addTarget(t, "orphan-host", nil) // no Thorax serves it
 	id := b.enqueue(t, req("k1", "orphan-host", "normal"))[0].ID
 
-	for attempt := 1; attempt <= schema.MaxDispatchDeliveries; attempt++ {
+	for attempt := 1; attempt <= domain.MaxDispatchDeliveries; attempt++ {
 		// Skip the backoff: the claim only takes rows whose next attempt is due.
 		_, err := b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET next_attempt_at = now() WHERE id = $1`, id)
 		require.NoError(t, err)
@@ -58,9 +59,9 @@ func TestDeliverWithoutLiveThoraxBacksOffAndFailsAfterElevenDeliveries(t *testin
 		require.Contains(t, out[0].Error, "no live Thorax for target orphan-host")
 		status, attempts, _ := b.status(t, id)
 		require.Equal(t, attempt, attempts)
-		if attempt < schema.MaxDispatchDeliveries {
-			require.Equal(t, schema.OutcomeRetry, out[0].Outcome)
-			require.Equal(t, schema.StatusPending, status)
+		if attempt < domain.MaxDispatchDeliveries {
+			require.Equal(t, domain.OutcomeRetry, out[0].Outcome)
+			require.Equal(t, domain.StatusPending, status)
 			require.NotNil(t, out[0].NextAttemptAt)
 			// Backoff: 2 s doubling, equal jitter, capped at 5 min.
 			var wait time.Duration
@@ -72,8 +73,8 @@ func TestDeliverWithoutLiveThoraxBacksOffAndFailsAfterElevenDeliveries(t *testin
 			require.NoError(t, err)
 			require.Empty(t, none.Claimed, "a request waiting for its backoff is not claimed")
 		} else {
-			require.Equal(t, schema.OutcomeFailed, out[0].Outcome)
-			require.Equal(t, schema.StatusFailed, status, "the 11th failed delivery (the first and 10 retries) fails the request")
+			require.Equal(t, domain.OutcomeFailed, out[0].Outcome)
+			require.Equal(t, domain.StatusFailed, status, "the 11th failed delivery (the first and 10 retries) fails the request")
 		}
 	}
 	_, err := b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET next_attempt_at = now() WHERE id = $1`, id)
@@ -93,7 +94,7 @@ func TestDeliverExpiresRequestThatAgedWhileClaimed(t *testing.T) {
 	require.NoError(t, err)
 	out, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeExpired, out[0].Outcome)
+	require.Equal(t, domain.OutcomeExpired, out[0].Outcome)
 	var commands int
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM command_queue`).Scan(&commands))
 	require.Zero(t, commands)
@@ -115,9 +116,9 @@ func TestStaleEpochOutcomeIsRefused(t *testing.T) {
 
 	out, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeStale, out[0].Outcome)
+	require.Equal(t, domain.OutcomeStale, out[0].Outcome)
 	status, _, _ := b.status(t, id)
-	require.Equal(t, schema.StatusPending, status, "the stale holder's write changed nothing")
+	require.Equal(t, domain.StatusPending, status, "the stale holder's write changed nothing")
 
 	// The survivor claims it with a newer epoch and delivers it once.
 	claim2, err := schema.ClaimPending(b.ctx, b.pool, "replica-b", 10)
@@ -126,8 +127,8 @@ func TestStaleEpochOutcomeIsRefused(t *testing.T) {
 	require.Greater(t, claim2.Claimed[0].Epoch, reclaimed[0].NewEpoch-1)
 	out2, err := schema.DeliverClaimed(b.ctx, b.pool, "replica-b", refs(claim2.Claimed), deliverOpts)
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeDispatched, out2[0].Outcome)
+	require.Equal(t, domain.OutcomeDispatched, out2[0].Outcome)
 	stale, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeStale, stale[0].Outcome)
+	require.Equal(t, domain.OutcomeStale, stale[0].Outcome)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -77,18 +78,10 @@ func EnqueueStepTargets(ctx context.Context, db TxBeginner, id uuid.UUID, positi
 	})
 }
 
-// TargetResult is how one target's step ended.
-type TargetResult struct {
-	Target   string `json:"target"`
-	Status   string `json:"status"` // CommandSucceeded or CommandFailed
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Error    string `json:"error,omitempty"`
-}
-
 // failedResult is the result of a target whose step failed; a failure without an
 // error text is named by its exit code.
-func failedResult(target string, exitCode *int32, errText string) TargetResult {
-	r := TargetResult{Target: target, Status: CommandFailed, ExitCode: intPtr(exitCode), Error: errText}
+func failedResult(target string, exitCode *int32, errText string) domain.TargetResult {
+	r := domain.TargetResult{Target: target, Status: domain.CommandFailed, ExitCode: intPtr(exitCode), Error: errText}
 	if r.Error == "" && r.ExitCode != nil {
 		r.Error = fmt.Sprintf("exit code %d", *r.ExitCode)
 	}
@@ -97,17 +90,17 @@ func failedResult(target string, exitCode *int32, errText string) TargetResult {
 
 // StepResults returns the targets among waiting whose step has ended: their command
 // finished, or their request failed, expired or was cancelled without one.
-func StepResults(ctx context.Context, db DB, id uuid.UUID, position int, waiting []string) ([]TargetResult, error) {
+func StepResults(ctx context.Context, db DB, id uuid.UUID, position int, waiting []string) ([]domain.TargetResult, error) {
 	rows, err := queries.EndedStepTargets(ctx, db, dbsqlc.EndedStepTargetsParams{
 		DeploymentID: id, Position: int32(position), Waiting: waiting,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading step results: %w", err)
 	}
-	var out []TargetResult
+	var out []domain.TargetResult
 	for _, r := range rows {
-		if r.CommandStatus != nil && *r.CommandStatus == CommandSucceeded && r.RequestStatus == StatusDispatched {
-			out = append(out, TargetResult{Target: r.Target, Status: CommandSucceeded, ExitCode: intPtr(r.ExitCode), Error: r.Error})
+		if r.CommandStatus != nil && *r.CommandStatus == domain.CommandSucceeded && r.RequestStatus == domain.StatusDispatched {
+			out = append(out, domain.TargetResult{Target: r.Target, Status: domain.CommandSucceeded, ExitCode: intPtr(r.ExitCode), Error: r.Error})
 			continue
 		}
 		out = append(out, failedResult(r.Target, r.ExitCode, r.Error))

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
@@ -109,20 +110,20 @@ const (
 // targetStatus folds a request's and its command's states into one target state.
 func targetStatus(req string, cmd *string) string {
 	switch req {
-	case StatusFailed, StatusExpired, StatusCancelled:
+	case domain.StatusFailed, domain.StatusExpired, domain.StatusCancelled:
 		return TargetFailed
-	case StatusPending, StatusProcessing:
+	case domain.StatusPending, domain.StatusProcessing:
 		return TargetQueued
 	}
 	if cmd == nil {
 		return TargetQueued
 	}
 	switch *cmd {
-	case CommandQueued:
+	case domain.CommandQueued:
 		return TargetQueued
-	case CommandRunning:
+	case domain.CommandRunning:
 		return TargetRunning
-	case CommandSucceeded:
+	case domain.CommandSucceeded:
 		return TargetSucceeded
 	}
 	return TargetFailed

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -38,26 +39,6 @@ func DeploymentTargetCount(ctx context.Context, db DB, id uuid.UUID) (int, error
 	return int(n), nil
 }
 
-// StepProgress is where a step stands: counts, and up to MaxFailedTargetsShown failed
-// targets. It never lists the targets themselves.
-type StepProgress struct {
-	Total     int `json:"total"`
-	Enqueued  int `json:"enqueued"`
-	Succeeded int `json:"succeeded"`
-	Failed    int `json:"failed"`
-	// Running is enqueued and not yet ended.
-	Running int `json:"running"`
-	// Skipped is what the step will never enqueue (it stopped on a failure).
-	Skipped int `json:"skipped"`
-	// Done is set once the step has ended and is recorded with Status.
-	Done bool `json:"done"`
-	// BatchDone is set when the window's batch has ended (nothing of it runs and
-	// nothing more of it will start) while the step goes on with later batches.
-	BatchDone     bool           `json:"batch_done,omitempty"`
-	Status        string         `json:"status,omitempty"`
-	FailedTargets []TargetResult `json:"failed_targets,omitempty"`
-}
-
 // stepState is what AdvanceStep reads of a step under its lock.
 type stepState struct {
 	status          string
@@ -67,44 +48,25 @@ type stepState struct {
 	command         NewStepCommand
 }
 
-// StepWindow narrows what AdvanceStepIn starts: the zero window is the whole step on
-// every target, stopping at the first failure unless the step continues on error.
-type StepWindow struct {
-	// Scope, when above zero, makes the step's targets the first Scope of the
-	// deployment's, in order (a rollback on the targets the deployment touched, a
-	// verify on the canary batch).
-	Scope int `json:"scope,omitempty"`
-	// Only, when set, makes the step's target this one (a verify on one host); it
-	// need not be one of the deployment's.
-	Only string `json:"only,omitempty"`
-	// BatchEnd, when above zero, lets only the targets before it start: the end of
-	// the rollout batch running now.
-	BatchEnd int `json:"batch_end,omitempty"`
-	// FailureRoom, when set, is how many of the step's targets may fail before it
-	// starts no more: what is left of the deployment's failure budget. It replaces
-	// the stop at the first failure.
-	FailureRoom *int `json:"failure_room,omitempty"`
-}
-
 // AdvanceStep keeps a step's window, in one transaction: it starts the step when it is
 // pending, tops the window up to the deployment's max_parallel with the next targets in
 // deployment order (none once a target failed, unless the step continues on error), and
 // records the step's end once every enqueued target has ended and nothing more will
 // start. It is idempotent: a retried call changes only what the first did not.
-func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int) (StepProgress, error) {
-	return AdvanceStepIn(ctx, db, id, position, StepWindow{})
+func AdvanceStep(ctx context.Context, db TxBeginner, id uuid.UUID, position int) (domain.StepProgress, error) {
+	return AdvanceStepIn(ctx, db, id, position, domain.StepWindow{})
 }
 
 // AdvanceStepIn is AdvanceStep within w: on the step's scope, up to the batch's end,
 // and within the failure room.
-func AdvanceStepIn(ctx context.Context, db TxBeginner, id uuid.UUID, position int, w StepWindow) (StepProgress, error) {
+func AdvanceStepIn(ctx context.Context, db TxBeginner, id uuid.UUID, position int, w domain.StepWindow) (domain.StepProgress, error) {
 	p, _, err := AdvanceStepStarting(ctx, db, id, position, w)
 	return p, err
 }
 
 // AdvanceStepStarting is AdvanceStepIn that also says whether this call started the
 // step.
-func AdvanceStepStarting(ctx context.Context, db TxBeginner, id uuid.UUID, position int, w StepWindow) (p StepProgress, started bool, err error) {
+func AdvanceStepStarting(ctx context.Context, db TxBeginner, id uuid.UUID, position int, w domain.StepWindow) (p domain.StepProgress, started bool, err error) {
 	err = inTx(ctx, db, func(tx pgx.Tx) error {
 		st, err := lockStep(ctx, tx, id, position)
 		if err != nil {
@@ -114,11 +76,11 @@ func AdvanceStepStarting(ctx context.Context, db TxBeginner, id uuid.UUID, posit
 			return err
 		}
 		p.Total = w.Total(p.Total)
-		if st.status == StepPending {
+		if st.status == domain.StepPending {
 			if err := StartStep(ctx, tx, id, position, p.Total); err != nil {
 				return err
 			}
-			st.status, started = StepRunning, true
+			st.status, started = domain.StepRunning, true
 		}
 		if err := topUpWindow(ctx, tx, id, position, st, w, &p); err != nil {
 			return err
@@ -134,45 +96,26 @@ func AdvanceStepStarting(ctx context.Context, db TxBeginner, id uuid.UUID, posit
 	return p, started && err == nil, err
 }
 
-// Total is how many targets a step has within w, of the deployment's n.
-func (w StepWindow) Total(n int) int {
-	switch {
-	case w.Only != "":
-		return 1
-	case w.Scope > 0:
-		return min(w.Scope, n)
-	}
-	return n
-}
-
-// stopped reports whether the step starts no more targets after failed failures: at
+// windowStopped reports whether the step starts no more targets after failed failures: at
 // the first unless it continues on error, or past the failure room when w has one.
-func (w StepWindow) stopped(st stepState, failed int) bool {
+func windowStopped(w domain.StepWindow, st stepState, failed int) bool {
 	if w.FailureRoom != nil {
 		return failed > *w.FailureRoom
 	}
 	return failed > 0 && !st.continueOnError
 }
 
-// end is how many of the step's total targets may have started by now.
-func (w StepWindow) end(total int) int {
-	if w.BatchEnd > 0 {
-		return min(w.BatchEnd, total)
-	}
-	return total
-}
-
 // topUpWindow enqueues the step for as many more targets as its window has room for,
 // up to the batch's end, none once the step stopped on its failures.
-func topUpWindow(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, w StepWindow, p *StepProgress) error {
-	if st.status != StepRunning || w.stopped(st, p.Failed) {
+func topUpWindow(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, w domain.StepWindow, p *domain.StepProgress) error {
+	if st.status != domain.StepRunning || windowStopped(w, st, p.Failed) {
 		return nil
 	}
 	window := p.Total
 	if st.maxParallel != nil && int(*st.maxParallel) < window {
 		window = int(*st.maxParallel)
 	}
-	n := min(window-p.Running, w.end(p.Total)-p.Enqueued)
+	n := min(window-p.Running, w.End(p.Total)-p.Enqueued)
 	if n <= 0 {
 		return nil
 	}
@@ -190,18 +133,18 @@ func topUpWindow(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st 
 
 // endStepWhenDone sets p.Done and p.Status: the step's state when it has ended
 // already, else, once nothing runs and nothing more will start, the end it records.
-func endStepWhenDone(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, w StepWindow, p *StepProgress) error {
-	stopped := w.stopped(st, p.Failed)
+func endStepWhenDone(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st stepState, w domain.StepWindow, p *domain.StepProgress) error {
+	stopped := windowStopped(w, st, p.Failed)
 	p.Skipped = p.Total - p.Enqueued
 	switch {
-	case st.status != StepRunning:
+	case st.status != domain.StepRunning:
 		p.Done, p.Status = true, st.status
-	case p.Running == 0 && !stopped && p.Enqueued < p.Total && p.Enqueued >= w.end(p.Total):
+	case p.Running == 0 && !stopped && p.Enqueued < p.Total && p.Enqueued >= w.End(p.Total):
 		p.BatchDone = true
 	case p.Running == 0 && (p.Enqueued == p.Total || stopped):
-		p.Done, p.Status = true, StepSucceeded
+		p.Done, p.Status = true, domain.StepSucceeded
 		if p.Failed > 0 {
-			p.Status = StepFailed
+			p.Status = domain.StepFailed
 		}
 		return FinishStep(ctx, tx, id, position, p.Status, StepTally{Succeeded: p.Succeeded, Failed: p.Failed, Skipped: p.Skipped})
 	}
@@ -231,12 +174,12 @@ func lockStep(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (stepS
 
 // stepCounts counts a step's targets by where they stand. A target has ended when its
 // request failed, expired or was cancelled, or its command of the latest delivery ended.
-func stepCounts(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (StepProgress, error) {
+func stepCounts(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (domain.StepProgress, error) {
 	c, err := queries.StepCounts(ctx, tx, dbsqlc.StepCountsParams{DeploymentID: id, Position: int32(position)})
 	if err != nil {
-		return StepProgress{}, fmt.Errorf("counting results of step %d of deployment %s: %w", position, id, err)
+		return domain.StepProgress{}, fmt.Errorf("counting results of step %d of deployment %s: %w", position, id, err)
 	}
-	return StepProgress{
+	return domain.StepProgress{
 		Total: int(c.Total), Enqueued: int(c.Enqueued), Succeeded: int(c.Succeeded),
 		Failed: int(c.Ended - c.Succeeded), Running: int(c.Enqueued - c.Ended),
 	}, nil
@@ -255,14 +198,14 @@ func enqueueNext(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int, st 
 }
 
 // failedTargets names up to MaxFailedTargetsShown targets the step failed on, by name.
-func failedTargets(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) ([]TargetResult, error) {
+func failedTargets(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) ([]domain.TargetResult, error) {
 	rows, err := queries.FailedTargetsOfStep(ctx, tx, dbsqlc.FailedTargetsOfStepParams{
 		DeploymentID: id, Position: int32(position), MaxRows: MaxFailedTargetsShown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading failed targets of step %d: %w", position, err)
 	}
-	out := make([]TargetResult, len(rows))
+	out := make([]domain.TargetResult, len(rows))
 	for i, r := range rows {
 		out[i] = failedResult(r.Target, r.ExitCode, r.Error)
 		out[i].Error = truncateText(out[i].Error, maxFailedTargetError)
@@ -283,7 +226,7 @@ func SkipSteps(ctx context.Context, db TxBeginner, id uuid.UUID, from int) error
 			return fmt.Errorf("reading steps to skip: %w", err)
 		}
 		for _, pos := range positions {
-			if err := FinishStep(ctx, tx, id, int(pos), StepSkipped, StepTally{Skipped: n}); err != nil {
+			if err := FinishStep(ctx, tx, id, int(pos), domain.StepSkipped, StepTally{Skipped: n}); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -78,7 +79,7 @@ func (w windowBundle) finish(t *testing.T, fail ...string) {
 	require.NoError(t, err)
 }
 
-func (w windowBundle) advance(t *testing.T) schema.StepProgress {
+func (w windowBundle) advance(t *testing.T) domain.StepProgress {
 	t.Helper()
 	p, err := schema.AdvanceStep(w.ctx, w.pool, w.id, 0)
 	require.NoError(t, err)
@@ -91,19 +92,19 @@ func TestAdvanceStepKeepsTheWindowAtMaxParallel(t *testing.T) {
 	w := setupWindow(t, 5, 2, false)
 
 	p := w.advance(t)
-	require.Equal(t, schema.StepProgress{Total: 5, Enqueued: 2, Running: 2, Skipped: 3}, p)
+	require.Equal(t, domain.StepProgress{Total: 5, Enqueued: 2, Running: 2, Skipped: 3}, p)
 	require.Equal(t, p, w.advance(t), "a repeated call enqueues nothing while the window is full")
 
 	w.finish(t)
 	p = w.advance(t)
-	require.Equal(t, schema.StepProgress{Total: 5, Enqueued: 4, Succeeded: 2, Running: 2, Skipped: 1}, p, "two ended: two more start")
+	require.Equal(t, domain.StepProgress{Total: 5, Enqueued: 4, Succeeded: 2, Running: 2, Skipped: 1}, p, "two ended: two more start")
 	w.finish(t)
 	p = w.advance(t)
 	require.Equal(t, 5, p.Enqueued)
 	require.Equal(t, 1, p.Running)
 	w.finish(t)
 	p = w.advance(t)
-	require.Equal(t, schema.StepProgress{Total: 5, Enqueued: 5, Succeeded: 5, Done: true, Status: "succeeded"}, p)
+	require.Equal(t, domain.StepProgress{Total: 5, Enqueued: 5, Succeeded: 5, Done: true, Status: "succeeded"}, p)
 
 	var status, env, dir string
 	require.NoError(t, w.pool.QueryRow(w.ctx, `SELECT status FROM deployment_steps WHERE deployment_id = $1`, w.id).Scan(&status))
@@ -123,7 +124,7 @@ func TestAdvanceStepStopsStartingTargetsAfterAFailure(t *testing.T) {
 	w.advance(t)
 	w.finish(t, "web-00001")
 	p := w.advance(t)
-	require.Equal(t, schema.StepProgress{Total: 6, Enqueued: 2, Succeeded: 1, Failed: 1, Skipped: 4, Done: true, Status: "failed",
+	require.Equal(t, domain.StepProgress{Total: 6, Enqueued: 2, Succeeded: 1, Failed: 1, Skipped: 4, Done: true, Status: "failed",
 		FailedTargets: p.FailedTargets}, p)
 	require.Len(t, p.FailedTargets, 1)
 	require.Equal(t, "web-00001", p.FailedTargets[0].Target)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -144,7 +145,7 @@ func refuseEnded(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
 	if err != nil {
 		return fmt.Errorf("reading the state of deployment %s: %w", id, notFound(err))
 	}
-	if status == DeploymentPending || status == DeploymentRunning {
+	if status == domain.DeploymentPending || status == domain.DeploymentRunning {
 		return nil
 	}
 	return fmt.Errorf("starting deployment %s: %w (%s)", id, ErrDeploymentEnded, status)

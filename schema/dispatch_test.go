@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -59,10 +60,10 @@ func (b dispatchBundle) status(t *testing.T, id uuid.UUID) (status string, attem
 	return
 }
 
-func refs(claimed []schema.ClaimedRequest) []schema.ClaimRef {
-	out := make([]schema.ClaimRef, len(claimed))
+func refs(claimed []domain.ClaimedRequest) []domain.ClaimRef {
+	out := make([]domain.ClaimRef, len(claimed))
 	for i, c := range claimed {
-		out[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		out[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	return out
 }
@@ -71,6 +72,6 @@ var deliverOpts = schema.DeliverOptions{HeartbeatTimeout: time.Hour}
 
 // The expiry messages print the TTL the enqueue sets, in the short form people write.
 func TestDispatchRequestTTLText(t *testing.T) {
-	require.Equal(t, "24h", schema.DispatchRequestTTLText)
-	require.Equal(t, 24*time.Hour, schema.DispatchRequestTTL)
+	require.Equal(t, "24h", domain.DispatchRequestTTLText)
+	require.Equal(t, 24*time.Hour, domain.DispatchRequestTTL)
 }

@@ -3,8 +3,10 @@ package schema
 import (
 	"context"
 	"fmt"
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 
 	"github.com/google/uuid"
 
@@ -48,7 +50,7 @@ func ListDispatchRequests(ctx context.Context, db DB, f DispatchRequestFilter, h
 		v := DispatchRequestView{
 			ID: r.ID, IdempotencyKey: r.IdempotencyKey, Target: r.Target, DeploymentID: r.DeploymentID,
 			StepPosition: stepPosition(r.StepPosition), Command: r.Command, Priority: r.Priority, Status: r.Status,
-			Attempts: int(r.Attempts), MaxAttempts: MaxDispatchDeliveries, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
+			Attempts: int(r.Attempts), MaxAttempts: domain.MaxDispatchDeliveries, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt,
 			NextAttemptAt: r.NextAttemptAt, ClaimedBy: r.ClaimedBy, ClaimedAt: r.ClaimedAt, ClaimEpoch: r.ClaimEpoch,
 			DispatchedAt: r.DispatchedAt, FinishedAt: r.FinishedAt, LastError: r.LastError, CommandID: r.CommandID,
 			CommandStatus: r.CommandStatus, HeldBy: r.HeldBy,
@@ -80,12 +82,12 @@ func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Tim
 		lastErr = *v.LastError
 	}
 	switch v.Status {
-	case StatusPending:
+	case domain.StatusPending:
 		switch {
 		case v.ExpiresAt.Before(now):
 			return fmt.Sprintf("past its expiry at %s; the next sweep marks it expired", ts(v.ExpiresAt))
 		case v.NextAttemptAt.After(now):
-			return fmt.Sprintf("waiting for backoff until %s (attempt %d of %d failed: %s)", ts(v.NextAttemptAt), v.Attempts, MaxDispatchDeliveries, lastErr)
+			return fmt.Sprintf("waiting for backoff until %s (attempt %d of %d failed: %s)", ts(v.NextAttemptAt), v.Attempts, domain.MaxDispatchDeliveries, lastErr)
 		case deregistered:
 			return fmt.Sprintf("target %s is deregistered; delivery will fail", v.Target)
 		case v.HeldBy != "":
@@ -96,7 +98,7 @@ func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Tim
 		default:
 			return fmt.Sprintf("waiting for a replica to claim it (queued since %s)", ts(v.CreatedAt))
 		}
-	case StatusProcessing:
+	case domain.StatusProcessing:
 		holder, at := "", ""
 		if v.ClaimedBy != nil {
 			holder = *v.ClaimedBy
@@ -105,7 +107,7 @@ func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Tim
 			at = ts(*v.ClaimedAt)
 		}
 		return fmt.Sprintf("claimed by replica %s at %s (epoch %d), delivery in progress", holder, at, v.ClaimEpoch)
-	case StatusDispatched:
+	case domain.StatusDispatched:
 		cmd := "its command"
 		if v.CommandID != nil {
 			cmd = "command " + v.CommandID.String()
@@ -119,10 +121,10 @@ func dispatchReason(v DispatchRequestView, deregistered, live bool, now time.Tim
 			at = ts(*v.DispatchedAt)
 		}
 		return fmt.Sprintf("dispatched at %s as %s (%s)", at, cmd, status)
-	case StatusFailed:
+	case domain.StatusFailed:
 		return fmt.Sprintf("failed after %d attempts: %s", v.Attempts, lastErr)
-	case StatusExpired:
-		return fmt.Sprintf("expired at %s, %s after creation; never dispatched again", ts(v.ExpiresAt), DispatchRequestTTLText)
+	case domain.StatusExpired:
+		return fmt.Sprintf("expired at %s, %s after creation; never dispatched again", ts(v.ExpiresAt), domain.DispatchRequestTTLText)
 	}
 	return v.Status
 }

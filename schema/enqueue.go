@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
@@ -115,7 +116,7 @@ func requestProblems(reqs []NewDispatchRequest) []string {
 			problems = append(problems, at+".command: must not be empty")
 		}
 		problems = append(problems, unstorableRequestText(at, r)...)
-		if !ValidPriority(r.Priority) {
+		if !domain.ValidPriority(r.Priority) {
 			problems = append(problems, fmt.Sprintf("%s.priority: must be high, normal or low, got %q", at, r.Priority))
 		}
 		if r.Timeout < 0 {
@@ -163,7 +164,7 @@ func resolveTargets(ctx context.Context, db DB, reqs []NewDispatchRequest) (map[
 func insertParams(reqs []NewDispatchRequest, targets map[string]uuid.UUID) (dbsqlc.InsertDispatchRequestsParams, error) {
 	n := len(reqs)
 	p := dbsqlc.InsertDispatchRequestsParams{
-		Ttl: DispatchRequestTTL, Keys: make([]string, n), TargetIds: make([]uuid.UUID, n),
+		Ttl: domain.DispatchRequestTTL, Keys: make([]string, n), TargetIds: make([]uuid.UUID, n),
 		DeploymentIds: make([]uuid.UUID, n), StepPositions: make([]int32, n), Commands: make([]string, n),
 		TimeoutsUs: make([]int64, n), Priorities: make([]string, n), Envs: make([]string, n), WorkingDirs: make([]string, n),
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -46,7 +47,7 @@ func TestEnqueueIsIdempotentAndSetsExpiry(t *testing.T) {
 
 	var created, expires time.Time
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT created_at, expires_at FROM pending_dispatch_requests WHERE id = $1`, first[0].ID).Scan(&created, &expires))
-	require.Equal(t, schema.DispatchRequestTTL, expires.Sub(created))
+	require.Equal(t, domain.DispatchRequestTTL, expires.Sub(created))
 }
 
 func TestEnqueueNotifiesListeners(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/freeze"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
@@ -108,7 +109,7 @@ func FreezeMayRefuse(ctx context.Context, db DB, id uuid.UUID) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("reading the freeze state of deployment %s: %w", id, notFound(err))
 	}
-	return row.Status == DeploymentPending && row.FreezeOverrideBy == nil, nil
+	return row.Status == domain.DeploymentPending && row.FreezeOverrideBy == nil, nil
 }
 
 // freezeView turns a stored freeze into the API's view at now.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -107,9 +108,9 @@ type HeartbeatRequest struct {
 func Heartbeat(ctx context.Context, db TxBeginner, r HeartbeatRequest) (HeartbeatReply, error) {
 	var reply HeartbeatReply
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
-		status := InstanceLive
+		status := domain.InstanceLive
 		if r.Draining {
-			status = InstanceDraining
+			status = domain.InstanceDraining
 		}
 		n, err := queries.RecordInstanceHeartbeat(ctx, tx, dbsqlc.RecordInstanceHeartbeatParams{ID: r.Instance, Status: status, Replica: r.Replica})
 		if err != nil {

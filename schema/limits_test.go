@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -68,7 +69,7 @@ func TestPerTargetDefaultHoldsAcrossDeployments(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{second[0].ID}, claimedIDs(claim), "one command at a time on db-1: the high-priority request only")
 	held := b.view(t, first[0].ID)
-	require.Equal(t, schema.StatusPending, held.Status)
+	require.Equal(t, domain.StatusPending, held.Status)
 	require.Equal(t, schema.DefaultTargetLimit, held.HeldBy)
 	require.Contains(t, held.Reason, "held by concurrency limit "+schema.DefaultTargetLimit)
 	require.Empty(t, b.view(t, second[0].ID).HeldBy, "a claimed request is not held")
@@ -113,9 +114,9 @@ func TestLabelLimitHoldsFiveProdTargetsToTwo(t *testing.T) {
 	for _, id := range prod[2:] {
 		v := b.view(t, id)
 		require.Equal(t, "prod-two", v.HeldBy)
-		require.Equal(t, schema.StatusPending, v.Status)
+		require.Equal(t, domain.StatusPending, v.Status)
 	}
-	list, err := schema.ListDispatchRequests(b.ctx, b.pool, schema.DispatchRequestFilter{Statuses: []string{schema.StatusPending}}, time.Hour)
+	list, err := schema.ListDispatchRequests(b.ctx, b.pool, schema.DispatchRequestFilter{Statuses: []string{domain.StatusPending}}, time.Hour)
 	require.NoError(t, err)
 	require.Len(t, list, 3)
 	for _, v := range list {
@@ -146,7 +147,7 @@ func TestHeldRequestStillExpires(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{held}, expired)
 	status, attempts, _ := b.status(t, held)
-	require.Equal(t, schema.StatusExpired, status)
+	require.Equal(t, domain.StatusExpired, status)
 	require.Zero(t, attempts)
 }
 

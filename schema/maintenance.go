@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -14,24 +15,16 @@ import (
 // expiry, and the requeue of deliveries that failed after dispatch. Each is idempotent
 // and safe to run from every replica at once.
 
-// ReclaimedRequest is an orphan returned to pending: its holder kept it in processing
-// past the processing timeout.
-type ReclaimedRequest struct {
-	ID        uuid.UUID `json:"id"`
-	OldHolder string    `json:"old_holder"`
-	NewEpoch  int64     `json:"new_epoch"`
-}
-
 // ReclaimOrphans returns requests left in processing for longer than timeout to
 // pending and moves their epoch on, so a late write by the old holder is refused.
-func ReclaimOrphans(ctx context.Context, db DB, timeout time.Duration) ([]ReclaimedRequest, error) {
+func ReclaimOrphans(ctx context.Context, db DB, timeout time.Duration) ([]domain.ReclaimedRequest, error) {
 	rows, err := queries.ReclaimOrphans(ctx, db, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("reclaiming orphans: %w", err)
 	}
-	var out []ReclaimedRequest
+	var out []domain.ReclaimedRequest
 	for _, r := range rows {
-		out = append(out, ReclaimedRequest{ID: r.ID, OldHolder: r.OldHolder, NewEpoch: r.ClaimEpoch})
+		out = append(out, domain.ReclaimedRequest{ID: r.ID, OldHolder: r.OldHolder, NewEpoch: r.ClaimEpoch})
 	}
 	return out, nil
 }
@@ -52,14 +45,6 @@ func ExpireRequests(ctx context.Context, db DB) ([]uuid.UUID, error) {
 	return ids, nil
 }
 
-// RedispatchResult is what became of a request whose delivery failed after dispatch.
-type RedispatchResult struct {
-	RequestID     uuid.UUID  `json:"request_id"`
-	CommandID     uuid.UUID  `json:"command_id"`
-	Outcome       string     `json:"outcome"` // OutcomeRetry or OutcomeFailed
-	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
-}
-
 // Which commands failDelivery fails: the values of the FailDeliveries query's match.
 const (
 	// matchUnclaimedFor: commands queued for longer than a delivery timeout.
@@ -73,7 +58,7 @@ const (
 // RequeueUndelivered fails the delivery of commands no Thorax claimed within timeout:
 // the command is cancelled and its request goes back to pending with attempts + 1 and a
 // backoff, or to failed once it was the last of MaxDispatchDeliveries deliveries.
-func RequeueUndelivered(ctx context.Context, db DB, timeout time.Duration) ([]RedispatchResult, error) {
+func RequeueUndelivered(ctx context.Context, db DB, timeout time.Duration) ([]domain.RedispatchResult, error) {
 	return failDelivery(ctx, db, dbsqlc.FailDeliveriesParams{
 		Match:        matchUnclaimedFor,
 		UnclaimedFor: timeout,
@@ -84,23 +69,23 @@ func RequeueUndelivered(ctx context.Context, db DB, timeout time.Duration) ([]Re
 // failDelivery cancels the commands p matches and returns their requests to pending
 // with attempts + 1 and a backoff — or to failed once the budget is spent (the failed
 // delivery was the last of MaxDispatchDeliveries), or to expired past expiry.
-func failDelivery(ctx context.Context, db DB, p dbsqlc.FailDeliveriesParams) ([]RedispatchResult, error) {
-	p.MaxDeliveries = MaxDispatchDeliveries
+func failDelivery(ctx context.Context, db DB, p dbsqlc.FailDeliveriesParams) ([]domain.RedispatchResult, error) {
+	p.MaxDeliveries = domain.MaxDispatchDeliveries
 	rows, err := queries.FailDeliveries(ctx, db, p)
 	if err != nil {
 		return nil, fmt.Errorf("failing deliveries: %w", err)
 	}
-	var out []RedispatchResult
+	var out []domain.RedispatchResult
 	for _, row := range rows {
-		r := RedispatchResult{RequestID: row.ID, CommandID: row.CommandID}
+		r := domain.RedispatchResult{RequestID: row.ID, CommandID: row.CommandID}
 		switch row.Status {
-		case StatusFailed:
-			r.Outcome = OutcomeFailed
-		case StatusExpired:
-			r.Outcome = OutcomeExpired
+		case domain.StatusFailed:
+			r.Outcome = domain.OutcomeFailed
+		case domain.StatusExpired:
+			r.Outcome = domain.OutcomeExpired
 		default:
 			at := row.NextAttemptAt
-			r.Outcome, r.NextAttemptAt = OutcomeRetry, &at
+			r.Outcome, r.NextAttemptAt = domain.OutcomeRetry, &at
 		}
 		out = append(out, r)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -34,8 +35,8 @@ func TestRequestsPastTheirTTLExpire(t *testing.T) {
 	require.ElementsMatch(t, []uuid.UUID{pending, processing}, expired)
 	for _, id := range []uuid.UUID{pending, processing} {
 		status, _, lastError := b.status(t, id)
-		require.Equal(t, schema.StatusExpired, status)
-		require.Equal(t, "expired "+schema.DispatchRequestTTLText+" after creation", *lastError)
+		require.Equal(t, domain.StatusExpired, status)
+		require.Equal(t, "expired "+domain.DispatchRequestTTLText+" after creation", *lastError)
 	}
 	again, err := schema.ExpireRequests(b.ctx, b.pool)
 	require.NoError(t, err)
@@ -61,7 +62,7 @@ func TestUndeliveredCommandGoesBackToPending(t *testing.T) {
 	require.NoError(t, err)
 	out, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeDispatched, out[0].Outcome)
+	require.Equal(t, domain.OutcomeDispatched, out[0].Outcome)
 
 	none, err := schema.RequeueUndelivered(b.ctx, b.pool, time.Hour)
 	require.NoError(t, err)
@@ -69,9 +70,9 @@ func TestUndeliveredCommandGoesBackToPending(t *testing.T) {
 	requeued, err := schema.RequeueUndelivered(b.ctx, b.pool, 0)
 	require.NoError(t, err)
 	require.Len(t, requeued, 1)
-	require.Equal(t, schema.OutcomeRetry, requeued[0].Outcome)
+	require.Equal(t, domain.OutcomeRetry, requeued[0].Outcome)
 	status, attempts, lastErr := b.status(t, id)
-	require.Equal(t, schema.StatusPending, status)
+	require.Equal(t, domain.StatusPending, status)
 	require.Equal(t, 1, attempts)
 	require.Contains(t, *lastErr, "not claimed by any Thorax within delivery_timeout")
 	var cmdStatus string
@@ -85,6 +86,6 @@ func TestUndeliveredCommandGoesBackToPending(t *testing.T) {
 	require.NoError(t, err)
 	out, err = schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeDispatched, out[0].Outcome)
-	require.Equal(t, schema.MaxDispatchRetries-1, out[0].Command.MaxRetries)
+	require.Equal(t, domain.OutcomeDispatched, out[0].Outcome)
+	require.Equal(t, domain.MaxDispatchRetries-1, out[0].Command.MaxRetries)
 }

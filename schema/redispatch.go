@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -14,7 +15,7 @@ import (
 // nudge failed for good): the command is cancelled and its request goes back to
 // pending with attempts + 1 and a backoff — unless the budget is spent or the request
 // expired, in which case Mandible refuses and the request ends failed or expired.
-func ScheduleRedispatch(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, reason string) (RedispatchResult, error) {
+func ScheduleRedispatch(ctx context.Context, db DB, instance, command uuid.UUID, epoch int64, reason string) (domain.RedispatchResult, error) {
 	if reason == "" {
 		reason = "Thorax asked for another dispatch"
 	}
@@ -25,19 +26,19 @@ func ScheduleRedispatch(ctx context.Context, db DB, instance, command uuid.UUID,
 		Match: matchHeld, CommandID: command, HolderID: instance, LeaseEpoch: epoch, Reason: reason,
 	})
 	if err != nil {
-		return RedispatchResult{}, err
+		return domain.RedispatchResult{}, err
 	}
 	if len(res) == 1 {
 		return res[0], nil
 	}
 	exists, err := queries.CommandExists(ctx, db, command)
 	if err != nil {
-		return RedispatchResult{}, fmt.Errorf("reading command %s: %w", command, err)
+		return domain.RedispatchResult{}, fmt.Errorf("reading command %s: %w", command, err)
 	}
 	if !exists {
-		return RedispatchResult{}, ErrNotFound
+		return domain.RedispatchResult{}, ErrNotFound
 	}
-	return RedispatchResult{}, ErrNotHeld
+	return domain.RedispatchResult{}, ErrNotHeld
 }
 
 // scheduleUnclaimedRedispatch answers a live Thorax asking for another dispatch of a
@@ -45,15 +46,15 @@ func ScheduleRedispatch(ctx context.Context, db DB, instance, command uuid.UUID,
 // in the database: the command must still be queued and be its request's latest
 // delivery. A command claimed or finished since, or one a newer delivery replaced, is
 // refused with ErrNotHeld, and the budget stays Mandible's to spend or refuse.
-func scheduleUnclaimedRedispatch(ctx context.Context, db DB, instance, command uuid.UUID, reason string) (RedispatchResult, error) {
+func scheduleUnclaimedRedispatch(ctx context.Context, db DB, instance, command uuid.UUID, reason string) (domain.RedispatchResult, error) {
 	if err := requireLive(ctx, db, instance); err != nil {
-		return RedispatchResult{}, err
+		return domain.RedispatchResult{}, err
 	}
 	// The last delivery's command is left queued rather than failed, since polling may
 	// still claim it.
 	res, err := failDelivery(ctx, db, dbsqlc.FailDeliveriesParams{Match: matchUnclaimed, CommandID: command, Reason: reason})
 	if err != nil {
-		return RedispatchResult{}, err
+		return domain.RedispatchResult{}, err
 	}
 	if len(res) == 1 {
 		return res[0], nil

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -298,7 +299,7 @@ func storeAlone(ctx context.Context, db DB, in ResultToStore) (StoredResult, err
 // resultStatus is the status a result gives its command.
 func resultStatus(r CommandResult) string {
 	if r.Succeeded() {
-		return CommandSucceeded
+		return domain.CommandSucceeded
 	}
-	return CommandFailed
+	return domain.CommandFailed
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -89,8 +90,8 @@ func TestResultBatchRefusesOnlyTheStaleAndTheInvalid(t *testing.T) {
 		require.Equal(t, cmds[i].Target, answers[i].Stored.Target)
 		require.Equal(t, deployment, *answers[i].Stored.DeploymentID)
 	}
-	require.Equal(t, schema.CommandFailed, answers[1].Stored.Status)
-	require.Equal(t, schema.CommandSucceeded, answers[0].Stored.Status)
+	require.Equal(t, domain.CommandFailed, answers[1].Stored.Status)
+	require.Equal(t, domain.CommandSucceeded, answers[0].Stored.Status)
 
 	require.ErrorIs(t, answers[3].Err, schema.ErrNotHeld)
 	require.ErrorContains(t, answers[3].Err, "stale lease epoch")
@@ -164,7 +165,7 @@ func TestResultBatchStoresOnlyFromTheHolderOrForTheTarget(t *testing.T) {
 		require.ErrorIs(t, answers[i].Err, schema.ErrNotOwn, "result %d", i)
 		var status string
 		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT status FROM command_queue WHERE id = $1`, cmds[i].ID).Scan(&status))
-		require.Equal(t, schema.CommandRunning, status, "result %d stored nothing", i)
+		require.Equal(t, domain.CommandRunning, status, "result %d stored nothing", i)
 	}
 }
 
@@ -196,7 +197,7 @@ func TestResultBatcherGroupsConcurrentCallers(t *testing.T) {
 	for i, a := range answers {
 		require.NoError(t, a.Err, "caller %d", i)
 		require.Equal(t, cmds[i].ID, a.Stored.CommandID)
-		require.Equal(t, map[bool]string{true: schema.CommandSucceeded, false: schema.CommandFailed}[i%2 == 0], a.Stored.Status)
+		require.Equal(t, map[bool]string{true: domain.CommandSucceeded, false: domain.CommandFailed}[i%2 == 0], a.Stored.Status)
 	}
 	batches, results := batcher.Stats()
 	require.EqualValues(t, n, results)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // OutcomeBudgetSpent: Mandible refused another dispatch of an unclaimed command because
@@ -44,12 +45,12 @@ func resultRefusal(ctx context.Context, db DB, in ResultToStore) (string, error)
 	switch {
 	case cur != in.Epoch:
 		return "", fmt.Errorf("%w: stale lease epoch: command %s was claimed again since and is %s", ErrNotHeld, command, st)
-	case (st == CommandSucceeded || st == CommandFailed) && lease.Reported:
+	case (st == domain.CommandSucceeded || st == domain.CommandFailed) && lease.Reported:
 		return st, nil
-	case st == CommandFailed:
+	case st == domain.CommandFailed:
 		// Mandible settled it without a result (overdue past its timeout).
 		return "", fmt.Errorf("%w: command %s was failed by mandible before its result arrived; its result is refused", ErrNotHeld, command)
-	case st == CommandQueued:
+	case st == domain.CommandQueued:
 		return "", fmt.Errorf("%w: command %s was handed back unrun and is queued", ErrNotHeld, command)
 	}
 	return "", fmt.Errorf("%w: command %s is %s; its result is refused", ErrNotHeld, command, st)
@@ -59,20 +60,20 @@ func resultRefusal(ctx context.Context, db DB, in ResultToStore) (string, error)
 // nothing: the command was claimed or finished since, a newer delivery replaced it,
 // its request's budget is spent (OutcomeBudgetSpent, not an error), or a concurrent
 // redispatch holds it.
-func unclaimedRefusal(ctx context.Context, db DB, command uuid.UUID) (RedispatchResult, error) {
+func unclaimedRefusal(ctx context.Context, db DB, command uuid.UUID) (domain.RedispatchResult, error) {
 	d, err := queries.CommandDelivery(ctx, db, command)
 	if err != nil {
-		return RedispatchResult{}, notFound(err)
+		return domain.RedispatchResult{}, notFound(err)
 	}
 	switch {
-	case d.Status != CommandQueued:
-		return RedispatchResult{}, fmt.Errorf("%w: command %s is %s: it was claimed or finished since", ErrNotHeld, command, d.Status)
-	case d.DispatchAttempt != d.Attempts || d.RequestStatus != StatusDispatched:
-		return RedispatchResult{}, fmt.Errorf("%w: command %s is delivery %d of its request, which is %s at %d failed deliveries: a newer delivery replaced it",
+	case d.Status != domain.CommandQueued:
+		return domain.RedispatchResult{}, fmt.Errorf("%w: command %s is %s: it was claimed or finished since", ErrNotHeld, command, d.Status)
+	case d.DispatchAttempt != d.Attempts || d.RequestStatus != domain.StatusDispatched:
+		return domain.RedispatchResult{}, fmt.Errorf("%w: command %s is delivery %d of its request, which is %s at %d failed deliveries: a newer delivery replaced it",
 			ErrNotHeld, command, d.DispatchAttempt+1, d.RequestStatus, d.Attempts)
-	case int(d.Attempts)+1 >= MaxDispatchDeliveries:
-		return RedispatchResult{RequestID: d.RequestID, CommandID: command, Outcome: OutcomeBudgetSpent}, nil
+	case int(d.Attempts)+1 >= domain.MaxDispatchDeliveries:
+		return domain.RedispatchResult{RequestID: d.RequestID, CommandID: command, Outcome: OutcomeBudgetSpent}, nil
 	}
 	// Locked by a concurrent redispatch (SKIP LOCKED): that one decides.
-	return RedispatchResult{}, fmt.Errorf("%w: command %s is being redispatched by another call", ErrNotHeld, command)
+	return domain.RedispatchResult{}, fmt.Errorf("%w: command %s is being redispatched by another call", ErrNotHeld, command)
 }

@@ -5,10 +5,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
-func (w windowBundle) advanceIn(t *testing.T, win schema.StepWindow) schema.StepProgress {
+func (w windowBundle) advanceIn(t *testing.T, win domain.StepWindow) domain.StepProgress {
 	t.Helper()
 	p, err := schema.AdvanceStepIn(w.ctx, w.pool, w.id, 0, win)
 	require.NoError(t, err)
@@ -20,16 +21,16 @@ func (w windowBundle) advanceIn(t *testing.T, win schema.StepWindow) schema.Step
 func TestAdvanceStepInStartsOnlyTheBatchAndSaysWhenItEnded(t *testing.T) {
 	t.Parallel()
 	w := setupWindow(t, 5, 0, false)
-	p := w.advanceIn(t, schema.StepWindow{BatchEnd: 2})
-	require.Equal(t, schema.StepProgress{Total: 5, Enqueued: 2, Running: 2, Skipped: 3}, p)
+	p := w.advanceIn(t, domain.StepWindow{BatchEnd: 2})
+	require.Equal(t, domain.StepProgress{Total: 5, Enqueued: 2, Running: 2, Skipped: 3}, p)
 	w.finish(t)
-	p = w.advanceIn(t, schema.StepWindow{BatchEnd: 2})
-	require.Equal(t, schema.StepProgress{Total: 5, Enqueued: 2, Succeeded: 2, Skipped: 3, BatchDone: true}, p)
-	p = w.advanceIn(t, schema.StepWindow{BatchEnd: 5})
-	require.Equal(t, schema.StepProgress{Total: 5, Enqueued: 5, Succeeded: 2, Running: 3}, p)
+	p = w.advanceIn(t, domain.StepWindow{BatchEnd: 2})
+	require.Equal(t, domain.StepProgress{Total: 5, Enqueued: 2, Succeeded: 2, Skipped: 3, BatchDone: true}, p)
+	p = w.advanceIn(t, domain.StepWindow{BatchEnd: 5})
+	require.Equal(t, domain.StepProgress{Total: 5, Enqueued: 5, Succeeded: 2, Running: 3}, p)
 	w.finish(t)
-	p = w.advanceIn(t, schema.StepWindow{BatchEnd: 5})
-	require.Equal(t, schema.StepProgress{Total: 5, Enqueued: 5, Succeeded: 5, Done: true, Status: "succeeded"}, p)
+	p = w.advanceIn(t, domain.StepWindow{BatchEnd: 5})
+	require.Equal(t, domain.StepProgress{Total: 5, Enqueued: 5, Succeeded: 5, Done: true, Status: "succeeded"}, p)
 	require.Equal(t, 5, w.touched(t), "every target was touched")
 }
 
@@ -39,7 +40,7 @@ func TestAdvanceStepInStopsPastItsFailureRoom(t *testing.T) {
 	t.Parallel()
 	w := setupWindow(t, 6, 2, false)
 	room := 1
-	win := schema.StepWindow{FailureRoom: &room}
+	win := domain.StepWindow{FailureRoom: &room}
 	w.advanceIn(t, win)
 	w.finish(t, "web-00001")
 	p := w.advanceIn(t, win)
@@ -47,7 +48,7 @@ func TestAdvanceStepInStopsPastItsFailureRoom(t *testing.T) {
 	require.False(t, p.Done)
 	w.finish(t, "web-00003")
 	p = w.advanceIn(t, win)
-	require.Equal(t, schema.StepProgress{Total: 6, Enqueued: 4, Succeeded: 2, Failed: 2, Skipped: 2, Done: true, Status: "failed",
+	require.Equal(t, domain.StepProgress{Total: 6, Enqueued: 4, Succeeded: 2, Failed: 2, Skipped: 2, Done: true, Status: "failed",
 		FailedTargets: p.FailedTargets}, p, "two failures pass the room: nothing more starts")
 	require.Equal(t, 4, w.touched(t))
 }
@@ -56,11 +57,11 @@ func TestAdvanceStepInStopsPastItsFailureRoom(t *testing.T) {
 func TestAdvanceStepInKeepsToItsScope(t *testing.T) {
 	t.Parallel()
 	w := setupWindow(t, 5, 0, false)
-	p := w.advanceIn(t, schema.StepWindow{Scope: 2})
-	require.Equal(t, schema.StepProgress{Total: 2, Enqueued: 2, Running: 2}, p)
+	p := w.advanceIn(t, domain.StepWindow{Scope: 2})
+	require.Equal(t, domain.StepProgress{Total: 2, Enqueued: 2, Running: 2}, p)
 	w.finish(t)
-	p = w.advanceIn(t, schema.StepWindow{Scope: 2})
-	require.Equal(t, schema.StepProgress{Total: 2, Enqueued: 2, Succeeded: 2, Done: true, Status: "succeeded"}, p)
+	p = w.advanceIn(t, domain.StepWindow{Scope: 2})
+	require.Equal(t, domain.StepProgress{Total: 2, Enqueued: 2, Succeeded: 2, Done: true, Status: "succeeded"}, p)
 	var names []string
 	rows, err := w.pool.Query(w.ctx, `SELECT t.name FROM pending_dispatch_requests p JOIN targets t ON t.id = p.target_id WHERE p.deployment_id = $1 ORDER BY t.name`, w.id)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -24,16 +25,16 @@ type enumColumn struct {
 
 // enumColumns are the columns whose values Go code names as constants.
 var enumColumns = []enumColumn{
-	{"pending_dispatch_requests", "status", schema.DispatchStatuses},
-	{"deployments", "status", schema.DeploymentStatuses},
-	{"deployment_steps", "status", schema.StepStatuses},
-	{"command_queue", "status", schema.CommandStatuses},
-	{"thorax_instances", "status", schema.InstanceStatuses},
-	{"analyses", "status", schema.AnalysisStatuses},
+	{"pending_dispatch_requests", "status", domain.DispatchStatuses},
+	{"deployments", "status", domain.DeploymentStatuses},
+	{"deployment_steps", "status", domain.StepStatuses},
+	{"command_queue", "status", domain.CommandStatuses},
+	{"thorax_instances", "status", domain.InstanceStatuses},
+	{"analyses", "status", domain.AnalysisStatuses},
 	{"analyses", "source", schema.AnalysisSources},
-	{"deployments", "priority", schema.Priorities},
-	{"pending_dispatch_requests", "priority", schema.Priorities},
-	{"command_queue", "priority", schema.Priorities},
+	{"deployments", "priority", domain.Priorities},
+	{"pending_dispatch_requests", "priority", domain.Priorities},
+	{"command_queue", "priority", domain.Priorities},
 	{"targets", "mode", schema.Modes},
 	{"command_queue", "mode", schema.Modes},
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -29,7 +30,7 @@ func TestPendingDeploymentsCreatedBeforeListsOnlyOldPendingOnes(t *testing.T) {
 	older := newPendingDeployment(t, ctx, pool, 30*time.Minute)
 	newPendingDeployment(t, ctx, pool, time.Minute)
 	ended := newPendingDeployment(t, ctx, pool, 40*time.Minute)
-	_, err := schema.FinishDeployment(ctx, pool, ended, schema.DeploymentFailed, "gone")
+	_, err := schema.FinishDeployment(ctx, pool, ended, domain.DeploymentFailed, "gone")
 	require.NoError(t, err)
 
 	ids, err := schema.PendingDeploymentsCreatedBefore(ctx, pool, 15*time.Minute, 10)
@@ -48,7 +49,7 @@ func TestStartDeploymentRefusesADeploymentThatEnded(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPool(t)
 	id := newPendingDeployment(t, ctx, pool, 0)
-	_, err := schema.FinishDeployment(ctx, pool, id, schema.DeploymentFailed, "never started")
+	_, err := schema.FinishDeployment(ctx, pool, id, domain.DeploymentFailed, "never started")
 	require.NoError(t, err)
 
 	err = schema.StartDeployment(ctx, pool, id, []schema.StepRecord{{Name: "s", Command: "true", Timeout: time.Minute}}, nil)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // DeploymentResult is how a deployment ended.
@@ -28,7 +28,7 @@ type StepResult struct {
 	Failed    int    `json:"failed"`
 	Skipped   int    `json:"skipped"`
 	// FailedTargets names up to 20 targets the step failed on, with why.
-	FailedTargets []schema.TargetResult `json:"failed_targets,omitempty"`
+	FailedTargets []domain.TargetResult `json:"failed_targets,omitempty"`
 }
 
 // windowInDatabaseChange is the workflow.GetVersion change id of the deployment that

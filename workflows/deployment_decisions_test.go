@@ -18,7 +18,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // Activity type names of human decisions.
@@ -83,8 +83,8 @@ func TestApprovalStepApprovedRunsTheNextStep(t *testing.T) {
 	dt.decideAt(time.Minute, "u1", api.DecisionApprove, "alice")
 	res, err := dt.run(DeploymentInput{Deployment: approvalSpec([]string{"alice"}, "", "")})
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentSucceeded, res.Status)
-	require.Equal(t, StepResult{Name: "go-ahead", Status: schema.StepSucceeded}, res.Steps[0])
+	require.Equal(t, domain.DeploymentSucceeded, res.Status)
+	require.Equal(t, StepResult{Name: "go-ahead", Status: domain.StepSucceeded}, res.Steps[0])
 	require.NoError(t, dt.results["u1"].err)
 	require.Equal(t, "alice", dt.results["u1"].decision.By)
 	require.Equal(t, []int{1}, advancedPositions(t, dt.rec), "the approval runs no command; the next step runs after it")
@@ -104,7 +104,7 @@ func TestApprovalStepRejectedFailsTheDeployment(t *testing.T) {
 	dt.decideAt(time.Minute, "u1", api.DecisionReject, "bob")
 	res, err := dt.run(DeploymentInput{Deployment: approvalSpec(nil, "", "")})
 	require.Error(t, err)
-	require.Equal(t, schema.DeploymentFailed, res.Status)
+	require.Equal(t, domain.DeploymentFailed, res.Status)
 	require.Empty(t, dt.rec.of(advanceActivity), "nothing runs after a rejection")
 	finish := inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)[0]
 	require.Contains(t, finish.Reason, "step go-ahead was rejected by bob: from u1")
@@ -113,7 +113,7 @@ func TestApprovalStepRejectedFailsTheDeployment(t *testing.T) {
 func TestApprovalStepTimesOut(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ onTimeout, status string }{
-		{"", schema.DeploymentFailed}, {spec.OnTimeoutApprove, schema.DeploymentSucceeded},
+		{"", domain.DeploymentFailed}, {spec.OnTimeoutApprove, domain.DeploymentSucceeded},
 	} {
 		t.Run("on_timeout "+c.onTimeout, func(t *testing.T) {
 			t.Parallel()
@@ -144,7 +144,7 @@ func TestDecisionValidatorRefusesNonApproverAndUnexpectedDecisions(t *testing.T)
 	dt.decideAt(6*time.Minute, "alice", api.DecisionApprove, "alice")
 	res, err := dt.run(DeploymentInput{Deployment: approvalSpec([]string{"alice", "carol"}, "", "")})
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentSucceeded, res.Status)
+	require.Equal(t, domain.DeploymentSucceeded, res.Status)
 	requireRefused(t, dt.results["mallory"].err, DecisionNotApprover, `"mallory" is not among the approvers of step 0`)
 	requireRefused(t, dt.results["retry"].err, DecisionNotExpected, "no failed step is waiting")
 	requireRefused(t, dt.results["resume"].err, DecisionNotExpected, "not paused")
@@ -175,10 +175,10 @@ func askingSpec() spec.Deployment {
 // other call with the step succeeded.
 func failOnceThenSucceed(_ context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
 	if n == 0 {
-		return schema.StepProgress{Total: 3, Enqueued: 3, Succeeded: 2, Failed: 1, Done: true, Status: schema.StepFailed,
-			FailedTargets: []schema.TargetResult{{Target: "web-2", Status: schema.CommandFailed}}}, nil
+		return domain.StepProgress{Total: 3, Enqueued: 3, Succeeded: 2, Failed: 1, Done: true, Status: domain.StepFailed,
+			FailedTargets: []domain.TargetResult{{Target: "web-2", Status: domain.CommandFailed}}}, nil
 	}
-	return schema.StepProgress{Total: 3, Enqueued: 3, Succeeded: 3, Done: true, Status: schema.StepSucceeded}, nil
+	return domain.StepProgress{Total: 3, Enqueued: 3, Succeeded: 3, Done: true, Status: domain.StepSucceeded}, nil
 }
 
 func TestFailedStepThatAsksIsRetried(t *testing.T) {
@@ -188,7 +188,7 @@ func TestFailedStepThatAsksIsRetried(t *testing.T) {
 	dt.decideAt(time.Minute, "u1", api.DecisionRetry, "alice")
 	res, err := dt.run(DeploymentInput{Deployment: askingSpec()})
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentSucceeded, res.Status)
+	require.Equal(t, domain.DeploymentSucceeded, res.Status)
 	require.Equal(t, []int{0, 0, 1}, advancedPositions(t, dt.rec), "the step runs again, then the next")
 	retries := inputsOf[activities.RetryStepInput](t, dt.rec, retryStepActivity)
 	require.Equal(t, []activities.RetryStepInput{{StepInput: activities.StepInput{DeploymentID: testDeploymentID, Position: 0}, Round: 1}}, retries)
@@ -204,8 +204,8 @@ func TestFailedStepThatAsksIsSkipped(t *testing.T) {
 	dt.decideAt(time.Minute, "u1", api.DecisionSkip, "alice")
 	res, err := dt.run(DeploymentInput{Deployment: askingSpec()})
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentSucceeded, res.Status)
-	require.Equal(t, schema.StepFailed, res.Steps[0].Status, "the skipped step keeps its failure")
+	require.Equal(t, domain.DeploymentSucceeded, res.Status)
+	require.Equal(t, domain.StepFailed, res.Steps[0].Status, "the skipped step keeps its failure")
 	require.Equal(t, []int{0, 1}, advancedPositions(t, dt.rec), "the step is not run again; the next one runs")
 	require.Empty(t, dt.rec.of(retryStepActivity))
 }
@@ -217,7 +217,7 @@ func TestFailedStepThatAsksIsAborted(t *testing.T) {
 	dt.decideAt(time.Minute, "u1", api.DecisionAbort, "alice")
 	res, err := dt.run(DeploymentInput{Deployment: askingSpec()})
 	require.Error(t, err)
-	require.Equal(t, schema.DeploymentFailed, res.Status)
+	require.Equal(t, domain.DeploymentFailed, res.Status)
 	require.Equal(t, []int{0}, advancedPositions(t, dt.rec))
 	finish := inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)[0]
 	require.Contains(t, finish.Reason, "alice aborted the deployment: from u1")
@@ -246,7 +246,7 @@ func TestPauseHoldsAcrossContinueAsNewUntilResume(t *testing.T) {
 	dt2.decideAt(time.Hour, "resume", api.DecisionResume, "bob")
 	res, err := dt2.run(next)
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentSucceeded, res.Status)
+	require.Equal(t, domain.DeploymentSucceeded, res.Status)
 	require.NoError(t, dt2.results["resume"].err)
 	var step1 time.Duration
 	for _, s := range dt2.rec.of(advanceActivity) {

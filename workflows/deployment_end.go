@@ -8,7 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // cancelledReason is the reason recorded for a deployment whose workflow was cancelled.
@@ -23,22 +23,22 @@ func upsertDeploymentStarted(ctx workflow.Context, deploymentID string, s spec.D
 		DeploymentIDSearchAttribute.ValueSet(deploymentID),
 		DeploymentNameSearchAttribute.ValueSet(s.Name),
 		DeploymentPrioritySearchAttribute.ValueSet(s.Priority),
-		DeploymentStatusSearchAttribute.ValueSet(schema.DeploymentRunning))
+		DeploymentStatusSearchAttribute.ValueSet(domain.DeploymentRunning))
 }
 
 // interruptedStatus is the deployment's status and reason when step ended with err:
 // cancelled when the workflow was, failed otherwise.
 func interruptedStatus(ctx workflow.Context, step spec.Step, err error) (status, reason string) {
 	if temporal.IsCanceledError(err) || ctx.Err() != nil {
-		return schema.DeploymentCancelled, cancelledReason
+		return domain.DeploymentCancelled, cancelledReason
 	}
-	return schema.DeploymentFailed, fmt.Sprintf("step %s: %v", step.Name, err)
+	return domain.DeploymentFailed, fmt.Sprintf("step %s: %v", step.Name, err)
 }
 
 // stopsDeployment reports whether a step that ended as sr stops the deployment, and
 // with which reason.
 func stopsDeployment(step spec.Step, sr StepResult) (bool, string) {
-	if sr.Status != schema.StepFailed || step.ContinueOnError {
+	if sr.Status != domain.StepFailed || step.ContinueOnError {
 		return false, ""
 	}
 	return true, fmt.Sprintf("step %s failed on %d of %d targets", step.Name, sr.Failed, sr.Succeeded+sr.Failed+sr.Skipped)
@@ -57,9 +57,9 @@ func cancelDeploymentWork(endCtx workflow.Context, deploymentID string) {
 // interrupted, and returns its summary with that end.
 func finishInterruptedStep(endCtx workflow.Context, deploymentID string, pos int, sr StepResult, deploymentStatus string) StepResult {
 	var a *activities.Activities
-	sr.Status = schema.StepFailed
-	if deploymentStatus == schema.DeploymentCancelled {
-		sr.Status = schema.StepCancelled
+	sr.Status = domain.StepFailed
+	if deploymentStatus == domain.DeploymentCancelled {
+		sr.Status = domain.StepCancelled
 	}
 	if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
 		StepInput: activities.StepInput{DeploymentID: deploymentID, Position: pos}, Status: sr.Status,
@@ -82,9 +82,9 @@ func finishDeployment(endCtx workflow.Context, result DeploymentResult, status, 
 	result.Status = final
 	_ = workflow.UpsertTypedSearchAttributes(endCtx, DeploymentStatusSearchAttribute.ValueSet(final))
 	switch final {
-	case schema.DeploymentSucceeded:
+	case domain.DeploymentSucceeded:
 		return result, nil
-	case schema.DeploymentCancelled:
+	case domain.DeploymentCancelled:
 		return result, temporal.NewCanceledError(reason)
 	default:
 		if reason == "" {

@@ -10,7 +10,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // stepEnd is how a step's end bears on the deployment: whether it stops it, and why.
@@ -80,7 +80,7 @@ func (d *deciding) runApproval(ctx workflow.Context, step spec.Step) (StepResult
 	var a *activities.Activities
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()})
 	in := activities.StepInput{DeploymentID: d.p.DeploymentID, Position: d.p.Step}
-	sr := StepResult{Name: step.Name, Status: schema.StepFailed}
+	sr := StepResult{Name: step.Name, Status: domain.StepFailed}
 	if err := workflow.ExecuteActivity(actx, a.StartStep, activities.StartStepInput{StepInput: in}).Get(ctx, nil); err != nil {
 		return sr, stepEnd{}, err
 	}
@@ -91,7 +91,7 @@ func (d *deciding) runApproval(ctx workflow.Context, step spec.Step) (StepResult
 	}
 	end := stepEnd{}
 	if got.Decision == api.DecisionApprove {
-		sr.Status = schema.StepSucceeded
+		sr.Status = domain.StepSucceeded
 	} else {
 		end = stepEnd{stop: true, reason: fmt.Sprintf("step %s was rejected by %s%s", step.Name, got.By, commentSuffix(got.Comment))}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // awaitMaxWait bounds one AwaitStepResults call; the workflow simply calls again.
@@ -37,13 +37,13 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 	).Get(startCtx, &started); err != nil {
 		return DeploymentResult{}, err
 	}
-	result := DeploymentResult{DeploymentID: started.DeploymentID, Status: schema.DeploymentRunning}
+	result := DeploymentResult{DeploymentID: started.DeploymentID, Status: domain.DeploymentRunning}
 	upsertDeploymentStarted(ctx, started.DeploymentID, s)
 
 	status, reason, stepErr := legacyRunSteps(ctx, started, s, &result)
 	// Ending runs even when the workflow was cancelled.
 	endCtx, _ := workflow.NewDisconnectedContext(short)
-	if stepErr != nil || status == schema.DeploymentCancelled {
+	if stepErr != nil || status == domain.DeploymentCancelled {
 		cancelDeploymentWork(endCtx, started.DeploymentID)
 	}
 	if stepErr != nil {
@@ -52,9 +52,9 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 	}
 	// Steps that never ran are skipped.
 	for i := len(result.Steps); i < len(s.Steps); i++ {
-		result.Steps = append(result.Steps, StepResult{Name: s.Steps[i].Name, Status: schema.StepSkipped, Skipped: len(started.Targets)})
+		result.Steps = append(result.Steps, StepResult{Name: s.Steps[i].Name, Status: domain.StepSkipped, Skipped: len(started.Targets)})
 		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: schema.StepSkipped,
+			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: domain.StepSkipped,
 			Skipped: len(started.Targets)}).Get(endCtx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("skipping step failed", "step", s.Steps[i].Name, "err", err)
 		}
@@ -68,7 +68,7 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 func legacyRunSteps(ctx workflow.Context, started activities.StartDeploymentResult, s spec.Deployment, result *DeploymentResult) (status, reason string, stepErr error) {
 	for i, step := range s.Steps {
 		if ctx.Err() != nil {
-			return schema.DeploymentCancelled, cancelledReason, nil
+			return domain.DeploymentCancelled, cancelledReason, nil
 		}
 		sr, err := legacyRunStep(ctx, started, s, i, step)
 		result.Steps = append(result.Steps, sr)
@@ -77,10 +77,10 @@ func legacyRunSteps(ctx workflow.Context, started activities.StartDeploymentResu
 			return status, reason, err
 		}
 		if stop, why := stopsDeployment(step, sr); stop {
-			return schema.DeploymentFailed, why, nil
+			return domain.DeploymentFailed, why, nil
 		}
 	}
-	return schema.DeploymentSucceeded, "", nil
+	return domain.DeploymentSucceeded, "", nil
 }
 
 // legacyRunStep runs one step on every target, at most MaxParallel at a time, and returns
@@ -144,9 +144,9 @@ func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s s
 		}
 	}
 	sr.Skipped = len(targets) - next
-	sr.Status = schema.StepSucceeded
+	sr.Status = domain.StepSucceeded
 	if sr.Failed > 0 {
-		sr.Status = schema.StepFailed
+		sr.Status = domain.StepFailed
 	}
 	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("finish step %s: %s", step.Name, sr.Status)), a.FinishStep, activities.FinishStepInput{
 		StepInput: stepIn, Status: sr.Status, Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(ctx, nil); err != nil {
@@ -169,7 +169,7 @@ func inTargetOrder(targets []string, waiting map[string]bool) []string {
 
 // tallyResults counts the results of waited-for targets into sr, removes those
 // targets from waiting, and returns how many ended.
-func tallyResults(sr *StepResult, results []schema.TargetResult, waiting map[string]bool) int {
+func tallyResults(sr *StepResult, results []domain.TargetResult, waiting map[string]bool) int {
 	ended := 0
 	for _, r := range results {
 		if !waiting[r.Target] {
@@ -177,7 +177,7 @@ func tallyResults(sr *StepResult, results []schema.TargetResult, waiting map[str
 		}
 		delete(waiting, r.Target)
 		ended++
-		if r.Status == schema.CommandSucceeded {
+		if r.Status == domain.CommandSucceeded {
 			sr.Succeeded++
 			continue
 		}

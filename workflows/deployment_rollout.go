@@ -11,7 +11,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // rolloutChange is the workflow.GetVersion change id of rollouts: a step in batches
@@ -73,7 +73,7 @@ func (d *deciding) runRollout(ctx workflow.Context, step spec.Step, r spec.Rollo
 			}
 		}
 		d.p.BatchOpened = true
-		w := schema.StepWindow{BatchEnd: ends[b]}
+		w := domain.StepWindow{BatchEnd: ends[b]}
 		if hasBudget {
 			room := limit - failedBefore
 			w.FailureRoom = &room
@@ -89,7 +89,7 @@ func (d *deciding) runRollout(ctx workflow.Context, step spec.Step, r spec.Rollo
 			sr, err = d.endOverBudget(ctx, step, r, w, budget, sr)
 			return sr, stepEnd{stop: true, reason: budgetReason(r, d.p.Targets, limit, failedBefore+sr.Failed)}, err
 		}
-		if b == 0 && r.Canary != nil && sr.Status != schema.StepFailed {
+		if b == 0 && r.Canary != nil && sr.Status != domain.StepFailed {
 			if end, err := d.canaryGate(ctx, step, *r.Canary, ends[0], budget); err != nil || end.stop {
 				if err == nil && !sr.Done() {
 					sr, err = d.stopMidStep(ctx, sr)
@@ -115,7 +115,7 @@ func (sr StepResult) Done() bool { return sr.Status != "" }
 
 // endOverBudget ends a step whose failures passed the budget: it cancels what runs when
 // the rollout says so, then waits for the step's end (nothing new starts).
-func (d *deciding) endOverBudget(ctx workflow.Context, step spec.Step, r spec.Rollout, w schema.StepWindow, budget *runBudget, sr StepResult) (StepResult, error) {
+func (d *deciding) endOverBudget(ctx workflow.Context, step spec.Step, r spec.Rollout, w domain.StepWindow, budget *runBudget, sr StepResult) (StepResult, error) {
 	if r.OnBudgetExceeded == spec.BudgetCancel {
 		cancelDeploymentWork(withShortActivity(ctx), d.p.DeploymentID)
 	}
@@ -166,7 +166,7 @@ func (d *deciding) pauseBetween(ctx workflow.Context, step spec.Step, r spec.Rol
 // stopMidStep records the end of a rollout step, summarised by sr, stopped between
 // batches (a rejected batch, a failed canary): failed, its later batches skipped.
 func (d *deciding) stopMidStep(ctx workflow.Context, sr StepResult) (StepResult, error) {
-	sr = finishInterruptedStep(withShortActivity(ctx), d.p.DeploymentID, d.p.Step, sr, schema.DeploymentFailed)
+	sr = finishInterruptedStep(withShortActivity(ctx), d.p.DeploymentID, d.p.Step, sr, domain.DeploymentFailed)
 	d.p.Batch, d.p.BatchOpened = 0, false
 	return sr, nil
 }
@@ -187,15 +187,15 @@ func (d *deciding) canaryGate(ctx workflow.Context, step spec.Step, c spec.Canar
 	if !ok {
 		return stepEnd{}, nil
 	}
-	w := schema.StepWindow{Scope: canaryEnd}
+	w := domain.StepWindow{Scope: canaryEnd}
 	if c.VerifyOn != "" && c.VerifyOn != spec.VerifyOnCanary {
-		w = schema.StepWindow{Only: c.VerifyOn}
+		w = domain.StepWindow{Only: c.VerifyOn}
 	}
 	vr, err := advanceStep(ctx, d.p, pos, "verify: "+step.Name, w, budget, d)
 	if err != nil {
 		return stepEnd{}, err
 	}
-	if vr.Status == schema.StepSucceeded {
+	if vr.Status == domain.StepSucceeded {
 		return stepEnd{}, nil
 	}
 	why := fmt.Sprintf("canary health gate of step %s failed: its verify failed on %d of %d hosts (%d checks)",
@@ -207,7 +207,7 @@ func (d *deciding) canaryGate(ctx workflow.Context, step spec.Step, c spec.Canar
 }
 
 // failedTargetWhy says in a few words why a target failed.
-func failedTargetWhy(t schema.TargetResult) string {
+func failedTargetWhy(t domain.TargetResult) string {
 	if t.Error != "" {
 		return t.Error
 	}
@@ -236,9 +236,9 @@ func (d *deciding) rollBack(ctx workflow.Context, reason string) ([]StepResult, 
 	var out []StepResult
 	var failed []string
 	for j, rb := range d.spec.OnFailure {
-		rr, err := advanceStep(ctx, d.p, d.spec.RollbackPosition(j), "rollback: "+rb.Name, schema.StepWindow{Scope: touched}, budget, d)
+		rr, err := advanceStep(ctx, d.p, d.spec.RollbackPosition(j), "rollback: "+rb.Name, domain.StepWindow{Scope: touched}, budget, d)
 		if err != nil {
-			rr.Status = schema.StepFailed
+			rr.Status = domain.StepFailed
 			failed = append(failed, fmt.Sprintf("%s (%v)", rb.Name, err))
 		} else if rr.Failed > 0 {
 			failed = append(failed, fmt.Sprintf("%s on %d of %d targets", rb.Name, rr.Failed, touched))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // budgetRun runs a one-step rollout of four targets in batches of two with a budget
@@ -21,9 +21,9 @@ func budgetRun(t *testing.T, onExceeded string) (*windowTest, error) {
 	wt.targets = 4
 	wt.advance = func(_ context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
 		if n == 0 {
-			return schema.StepProgress{Total: 4, Enqueued: 2, Failed: 1, Running: 1, Skipped: 2}, nil
+			return domain.StepProgress{Total: 4, Enqueued: 2, Failed: 1, Running: 1, Skipped: 2}, nil
 		}
-		return schema.StepProgress{Total: 4, Enqueued: 2, Failed: 1, Succeeded: 1, Skipped: 2, Done: true, Status: schema.StepFailed}, nil
+		return domain.StepProgress{Total: 4, Enqueued: 2, Failed: 1, Succeeded: 1, Skipped: 2, Done: true, Status: domain.StepFailed}, nil
 	}
 	none := 0
 	d := deploymentSpec([]string{"web-1", "web-2", "web-3", "web-4"}, 1)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
-	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -57,7 +57,7 @@ func (s *scaleStandIn) AdvanceStep(_ context.Context, in activities.AdvanceStepI
 	n := s.calls[in.Position]
 	s.mu.Unlock()
 	if n >= s.callsPerStep {
-		return schema.StepProgress{Total: s.targets, Enqueued: s.targets, Succeeded: s.targets, Done: true, Status: "succeeded"}, nil
+		return domain.StepProgress{Total: s.targets, Enqueued: s.targets, Succeeded: s.targets, Done: true, Status: "succeeded"}, nil
 	}
 	window := s.targets
 	if s.maxParallel > 0 {
@@ -65,7 +65,7 @@ func (s *scaleStandIn) AdvanceStep(_ context.Context, in activities.AdvanceStepI
 	}
 	ended := s.targets * n / s.callsPerStep
 	enqueued := min(ended+window, s.targets)
-	return schema.StepProgress{Total: s.targets, Enqueued: enqueued, Succeeded: ended, Running: enqueued - ended, Skipped: s.targets - enqueued}, nil
+	return domain.StepProgress{Total: s.targets, Enqueued: enqueued, Succeeded: ended, Running: enqueued - ended, Skipped: s.targets - enqueued}, nil
 }
 
 func (s *scaleStandIn) FinishStep(context.Context, activities.FinishStepInput) error { return nil }
@@ -161,7 +161,7 @@ func TestDeploymentHistoryAtScale(t *testing.T) {
 			var res workflows.DeploymentResult
 			require.NoError(t, run.Get(ctx, &res))
 			took := time.Since(began)
-			require.Equal(t, schema.DeploymentSucceeded, res.Status)
+			require.Equal(t, domain.DeploymentSucceeded, res.Status)
 			require.Len(t, res.Steps, sc.steps)
 			for _, s := range res.Steps {
 				require.Equal(t, len(targets), s.Succeeded, s.Name)

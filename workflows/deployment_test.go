@@ -25,7 +25,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // Activity type names as the Deployment workflow schedules them.
@@ -190,18 +190,18 @@ func deploymentSpec(targets []string, steps int) spec.Deployment {
 }
 
 // succeededResults reports targets as having run their step successfully.
-func succeededResults(targets ...string) []schema.TargetResult {
-	out := make([]schema.TargetResult, len(targets))
+func succeededResults(targets ...string) []domain.TargetResult {
+	out := make([]domain.TargetResult, len(targets))
 	for i, t := range targets {
-		out[i] = schema.TargetResult{Target: t, Status: "succeeded", ExitCode: new(int)}
+		out[i] = domain.TargetResult{Target: t, Status: "succeeded", ExitCode: new(int)}
 	}
 	return out
 }
 
 // failedResult reports target as having failed its step with exit code 1.
-func failedResult(target string) schema.TargetResult {
+func failedResult(target string) domain.TargetResult {
 	code := 1
-	return schema.TargetResult{Target: target, Status: "failed", ExitCode: &code, Error: "exit status 1"}
+	return domain.TargetResult{Target: target, Status: "failed", ExitCode: &code, Error: "exit status 1"}
 }
 
 // stepPositions returns the step positions of the recorded activities of one type.
@@ -290,12 +290,12 @@ func TestDeploymentRunsStepsInOrder(t *testing.T) {
 			Status:    "succeeded", Succeeded: len(dt.targets),
 		}, finishes[i])
 	}
-	require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: schema.DeploymentSucceeded}},
+	require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentSucceeded}},
 		inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
 
 	require.Equal(t, DeploymentResult{
 		DeploymentID: testDeploymentID,
-		Status:       schema.DeploymentSucceeded,
+		Status:       domain.DeploymentSucceeded,
 		Steps: []StepResult{
 			{Name: "step-0", Status: "succeeded", Succeeded: 3},
 			{Name: "step-1", Status: "succeeded", Succeeded: 3},
@@ -308,7 +308,7 @@ func TestDeploymentReceivesResultsInBatches(t *testing.T) {
 	t.Parallel()
 	dt := setupDeployment(t)
 	dt.targets = []string{"web-1", "web-2", "web-3", "web-4", "web-5"}
-	batches := [][]schema.TargetResult{
+	batches := [][]domain.TargetResult{
 		succeededResults("web-2", "web-4"),
 		nil, // the call timed out with nothing ended
 		succeededResults("web-5", "web-1", "web-3"),
@@ -406,7 +406,7 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 			defer mu.Unlock()
 			if in.Position == 0 && !failedOnce {
 				failedOnce = true
-				return activities.AwaitStepResultsResult{Results: []schema.TargetResult{failedResult("web-1")}}, nil
+				return activities.AwaitStepResultsResult{Results: []domain.TargetResult{failedResult("web-1")}}, nil
 			}
 			return activities.AwaitStepResultsResult{Results: succeededResults(in.Waiting...)}, nil
 		}
@@ -443,14 +443,14 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 		}, inputsOf[activities.FinishStepInput](t, dt.rec, finishStepActivity))
 		finish := inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)
 		require.Len(t, finish, 1)
-		require.Equal(t, schema.DeploymentFailed, finish[0].Status)
+		require.Equal(t, domain.DeploymentFailed, finish[0].Status)
 		require.Equal(t, "step step-0 failed on 1 of 5 targets", finish[0].Reason)
 		require.Empty(t, dt.rec.of(cancelWorkActivity))
 
 		// The failure carries the result.
-		require.Equal(t, schema.DeploymentFailed, res.Status)
+		require.Equal(t, domain.DeploymentFailed, res.Status)
 		require.Equal(t, []StepResult{
-			{Name: "step-0", Status: "failed", Succeeded: 1, Failed: 1, Skipped: 3, FailedTargets: []schema.TargetResult{failedResult("web-1")}},
+			{Name: "step-0", Status: "failed", Succeeded: 1, Failed: 1, Skipped: 3, FailedTargets: []domain.TargetResult{failedResult("web-1")}},
 			{Name: "step-1", Status: "skipped", Skipped: 5},
 			{Name: "step-2", Status: "skipped", Skipped: 5},
 		}, res.Steps)
@@ -478,10 +478,10 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 		require.Equal(t, 1, finishes[0].Failed)
 		require.Equal(t, "succeeded", finishes[1].Status)
 		require.Equal(t, "succeeded", finishes[2].Status)
-		require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: schema.DeploymentSucceeded}},
+		require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentSucceeded}},
 			inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
-		require.Equal(t, schema.DeploymentSucceeded, res.Status)
-		require.Equal(t, []schema.TargetResult{failedResult("web-1")}, res.Steps[0].FailedTargets)
+		require.Equal(t, domain.DeploymentSucceeded, res.Status)
+		require.Equal(t, []domain.TargetResult{failedResult("web-1")}, res.Steps[0].FailedTargets)
 	})
 }
 
@@ -540,14 +540,14 @@ func TestDeploymentCancelledWhileAwaitingResults(t *testing.T) {
 		{StepInput: stepIn(1), Status: "cancelled"},
 		{StepInput: stepIn(2), Status: "skipped", Skipped: 3},
 	}, inputsOf[activities.FinishStepInput](t, dt.rec, finishStepActivity))
-	require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: schema.DeploymentCancelled, Reason: "cancelled"}},
+	require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentCancelled, Reason: "cancelled"}},
 		inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
 
 	upserts := dt.searchAttributeUpserts()
 	require.NotEmpty(t, upserts)
 	status, ok := upserts[len(upserts)-1].Attributes.GetKeyword(DeploymentStatusSearchAttribute)
 	require.True(t, ok)
-	require.Equal(t, schema.DeploymentCancelled, status)
+	require.Equal(t, domain.DeploymentCancelled, status)
 }
 
 func TestDeploymentInvalidSpecFailsAtOnce(t *testing.T) {
@@ -633,28 +633,28 @@ func TestDeploymentSearchAttributes(t *testing.T) {
 		require.Equal(t, testDeploymentID, keyword(t, first.Attributes, DeploymentIDSearchAttribute))
 		require.Equal(t, "web-rollout", keyword(t, first.Attributes, DeploymentNameSearchAttribute))
 		require.Equal(t, spec.DefaultPriority, keyword(t, first.Attributes, DeploymentPrioritySearchAttribute))
-		require.Equal(t, schema.DeploymentRunning, keyword(t, first.Attributes, DeploymentStatusSearchAttribute))
+		require.Equal(t, domain.DeploymentRunning, keyword(t, first.Attributes, DeploymentStatusSearchAttribute))
 
 		last := upserts[1]
 		require.Equal(t, len(dt.rec.all()), last.Scheduled, "set after FinishDeployment")
-		require.Equal(t, schema.DeploymentSucceeded, keyword(t, last.Attributes, DeploymentStatusSearchAttribute))
+		require.Equal(t, domain.DeploymentSucceeded, keyword(t, last.Attributes, DeploymentStatusSearchAttribute))
 	})
 
 	t.Run("final status is the recorded one", func(t *testing.T) {
 		t.Parallel()
 		dt := setupDeployment(t)
 		// A dead Thorax failed the deployment meanwhile: it stays failed.
-		dt.finish = func(activities.FinishDeploymentInput) (string, error) { return schema.DeploymentFailed, nil }
+		dt.finish = func(activities.FinishDeploymentInput) (string, error) { return domain.DeploymentFailed, nil }
 
 		res, err := dt.run(deploymentSpec(dt.targets, 1))
 
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
 		require.Equal(t, activities.DeploymentFailed, appErr.Type())
-		require.Equal(t, schema.DeploymentFailed, res.Status)
+		require.Equal(t, domain.DeploymentFailed, res.Status)
 		upserts := dt.searchAttributeUpserts()
 		require.NotEmpty(t, upserts)
-		require.Equal(t, schema.DeploymentFailed, keyword(t, upserts[len(upserts)-1].Attributes, DeploymentStatusSearchAttribute))
+		require.Equal(t, domain.DeploymentFailed, keyword(t, upserts[len(upserts)-1].Attributes, DeploymentStatusSearchAttribute))
 	})
 }
 

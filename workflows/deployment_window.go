@@ -9,7 +9,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // advanceMaxWait bounds one AdvanceStep call: a step costs one call per advanceMaxWait
@@ -70,11 +70,11 @@ func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentRes
 	upsertDeploymentStarted(ctx, p.DeploymentID, s)
 
 	budget := &runBudget{}
-	status, reason := schema.DeploymentSucceeded, ""
+	status, reason := domain.DeploymentSucceeded, ""
 	var interrupted *StepResult
 	for p.Step < len(s.Steps) {
 		if ctx.Err() != nil || d.awaitResume(ctx) != nil {
-			status, reason = schema.DeploymentCancelled, cancelledReason
+			status, reason = domain.DeploymentCancelled, cancelledReason
 			break
 		}
 		step := s.Steps[p.Step]
@@ -90,7 +90,7 @@ func windowedDeployment(ctx workflow.Context, in DeploymentInput) (DeploymentRes
 		p.Steps = append(p.Steps, sr)
 		p.Step, p.Round, d.current, d.midStep = p.Step+1, 0, nil, false
 		if end.stop {
-			status, reason = schema.DeploymentFailed, end.reason
+			status, reason = domain.DeploymentFailed, end.reason
 			break
 		}
 	}
@@ -134,7 +134,7 @@ func startWindowed(ctx workflow.Context, in DeploymentInput) (DeploymentProgress
 // returns errContinueAsNew, with the step still running on the database side, when the
 // run's budget is spent: the next run goes on with the same step.
 func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step, budget *runBudget, d *deciding) (StepResult, error) {
-	return advanceStep(ctx, p, p.Step, step.Name, schema.StepWindow{}, budget, d)
+	return advanceStep(ctx, p, p.Step, step.Name, domain.StepWindow{}, budget, d)
 }
 
 // advanceStep calls AdvanceStep for the step at pos, within w, until the step ends or,
@@ -142,7 +142,7 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 // errContinueAsNew, with the step still running on the database side, when the run's
 // budget is spent: the next run goes on with the same step. With a failure room and
 // stopAtRoom it returns as soon as the failures pass the room.
-func advanceStep(ctx workflow.Context, p *DeploymentProgress, pos int, name string, w schema.StepWindow, budget *runBudget, d *deciding) (StepResult, error) {
+func advanceStep(ctx workflow.Context, p *DeploymentProgress, pos int, name string, w domain.StepWindow, budget *runBudget, d *deciding) (StepResult, error) {
 	var a *activities.Activities
 	total := w.Total(p.Targets)
 	sr := StepResult{Name: name, Skipped: total}
@@ -185,14 +185,14 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 	var a *activities.Activities
 	endCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()}))
-	if interrupted != nil || status == schema.DeploymentCancelled {
+	if interrupted != nil || status == domain.DeploymentCancelled {
 		cancelDeploymentWork(endCtx, p.DeploymentID)
 	}
 	if interrupted != nil {
 		p.Steps = append(p.Steps, finishInterruptedStep(endCtx, p.DeploymentID, p.Step, *interrupted, status))
 	}
 	var rollback []StepResult
-	if status == schema.DeploymentFailed && len(s.OnFailure) > 0 && rolloutsEnabled(ctx) {
+	if status == domain.DeploymentFailed && len(s.OnFailure) > 0 && rolloutsEnabled(ctx) {
 		rollback, reason = d.rollBack(endCtx, reason)
 	}
 	// The rows after the spec's steps (rollback and verify steps) that never ran are
@@ -202,7 +202,7 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 			workflow.GetLogger(ctx).Error("skipping steps failed", "from", from, "err", err)
 		}
 		for _, st := range s.Steps[from:] {
-			p.Steps = append(p.Steps, StepResult{Name: st.Name, Status: schema.StepSkipped, Skipped: p.Targets})
+			p.Steps = append(p.Steps, StepResult{Name: st.Name, Status: domain.StepSkipped, Skipped: p.Targets})
 		}
 	}
 	if d.waited || p.Waiting != nil || p.Paused {
@@ -211,6 +211,6 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 		}
 	}
 	_ = workflow.Await(endCtx, func() bool { return workflow.AllHandlersFinished(endCtx) })
-	result := DeploymentResult{DeploymentID: p.DeploymentID, Status: schema.DeploymentRunning, Steps: p.Steps, Rollback: rollback}
+	result := DeploymentResult{DeploymentID: p.DeploymentID, Status: domain.DeploymentRunning, Steps: p.Steps, Rollback: rollback}
 	return finishDeployment(endCtx, result, status, reason)
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // Activity type names the windowed Deployment schedules besides the shared ones.
@@ -57,7 +57,7 @@ func setupWindow(t *testing.T) *windowTest {
 	env.RegisterActivity(&activities.Activities{})
 	wt := &windowTest{env: env, rec: rec, targets: 3}
 	wt.advance = func(_ context.Context, _ int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
-		return schema.StepProgress{Total: wt.targets, Enqueued: wt.targets, Succeeded: wt.targets, Done: true, Status: "succeeded"}, nil
+		return domain.StepProgress{Total: wt.targets, Enqueued: wt.targets, Succeeded: wt.targets, Done: true, Status: "succeeded"}, nil
 	}
 	var a *activities.Activities
 	env.OnActivity(a.StartDeployment, mock.Anything, mock.Anything).Return(
@@ -110,8 +110,8 @@ func advancedPositions(t *testing.T, rec *scheduleRecorder) []int {
 	return out
 }
 
-func progress(total, ended, running int) schema.StepProgress {
-	return schema.StepProgress{Total: total, Enqueued: ended + running, Succeeded: ended, Running: running, Skipped: total - ended - running}
+func progress(total, ended, running int) domain.StepProgress {
+	return domain.StepProgress{Total: total, Enqueued: ended + running, Succeeded: ended, Running: running, Skipped: total - ended - running}
 }
 
 func TestWindowedDeploymentRunsEachStepOnTheDatabaseSide(t *testing.T) {
@@ -122,11 +122,11 @@ func TestWindowedDeploymentRunsEachStepOnTheDatabaseSide(t *testing.T) {
 		if n%3 < 2 { // each step answers twice with progress, then ends
 			return progress(wt.targets, (n%3+1)*100, 1), nil
 		}
-		return schema.StepProgress{Total: wt.targets, Enqueued: wt.targets, Succeeded: wt.targets, Done: true, Status: "succeeded"}, nil
+		return domain.StepProgress{Total: wt.targets, Enqueued: wt.targets, Succeeded: wt.targets, Done: true, Status: "succeeded"}, nil
 	}
 	res, err := wt.run(DeploymentInput{Deployment: deploymentSpec([]string{"web-1"}, 3)})
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentSucceeded, res.Status)
+	require.Equal(t, domain.DeploymentSucceeded, res.Status)
 	require.Len(t, res.Steps, 3)
 	for _, s := range res.Steps {
 		require.Equal(t, StepResult{Name: s.Name, Status: "succeeded", Succeeded: spec.MaxTargets}, s)
@@ -143,18 +143,18 @@ func TestWindowedDeploymentStopsOnAFailedStepAndSkipsTheRest(t *testing.T) {
 	t.Parallel()
 	wt := setupWindow(t)
 	code := 1
-	failed := []schema.TargetResult{{Target: "web-2", Status: "failed", ExitCode: &code, Error: "exit code 1"}}
+	failed := []domain.TargetResult{{Target: "web-2", Status: "failed", ExitCode: &code, Error: "exit code 1"}}
 	wt.advance = func(_ context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
 		if in.Position == 1 {
-			return schema.StepProgress{Total: 3, Enqueued: 2, Succeeded: 1, Failed: 1, Skipped: 1, Done: true, Status: "failed", FailedTargets: failed}, nil
+			return domain.StepProgress{Total: 3, Enqueued: 2, Succeeded: 1, Failed: 1, Skipped: 1, Done: true, Status: "failed", FailedTargets: failed}, nil
 		}
-		return schema.StepProgress{Total: 3, Enqueued: 3, Succeeded: 3, Done: true, Status: "succeeded"}, nil
+		return domain.StepProgress{Total: 3, Enqueued: 3, Succeeded: 3, Done: true, Status: "succeeded"}, nil
 	}
 	res, err := wt.run(DeploymentInput{Deployment: deploymentSpec([]string{"web-1"}, 4)})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "got %v", err)
 	require.Equal(t, activities.DeploymentFailed, appErr.Type())
-	require.Equal(t, schema.DeploymentFailed, res.Status)
+	require.Equal(t, domain.DeploymentFailed, res.Status)
 	require.Equal(t, []StepResult{
 		{Name: "step-0", Status: "succeeded", Succeeded: 3},
 		{Name: "step-1", Status: "failed", Succeeded: 1, Failed: 1, Skipped: 1, FailedTargets: failed},
@@ -163,7 +163,7 @@ func TestWindowedDeploymentStopsOnAFailedStepAndSkipsTheRest(t *testing.T) {
 	}, res.Steps)
 	require.Equal(t, []activities.SkipStepsInput{{DeploymentID: testDeploymentID, From: 2}}, inputsOf[activities.SkipStepsInput](t, wt.rec, skipStepsActivity),
 		"the steps that never ran are skipped in one call")
-	require.Equal(t, schema.DeploymentFailed, inputsOf[activities.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
+	require.Equal(t, domain.DeploymentFailed, inputsOf[activities.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
 }
 
 // A step that outlasts a run's budget continues as new in the middle, handing over
@@ -196,7 +196,7 @@ func TestWindowedDeploymentContinuesAsNewInsideALongStep(t *testing.T) {
 	wt2.targets = spec.MaxTargets
 	res, err := wt2.run(next)
 	require.NoError(t, err)
-	require.Equal(t, schema.DeploymentSucceeded, res.Status)
+	require.Equal(t, domain.DeploymentSucceeded, res.Status)
 	require.Empty(t, wt2.rec.of(startDeploymentActivity))
 	require.Equal(t, []int{0, 1}, advancedPositions(t, wt2.rec))
 }
@@ -210,14 +210,14 @@ func TestWindowedDeploymentCancelledWhileAdvancing(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	wt.advance = func(ctx context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
 		if in.Position == 0 {
-			return schema.StepProgress{Total: 3, Enqueued: 3, Succeeded: 3, Done: true, Status: "succeeded"}, nil
+			return domain.StepProgress{Total: 3, Enqueued: 3, Succeeded: 3, Done: true, Status: "succeeded"}, nil
 		}
 		wt.env.CancelWorkflow() // step 1 is running when the deployment is cancelled
 		select {
 		case <-ctx.Done():
 		case <-release:
 		}
-		return schema.StepProgress{}, errors.New("the call outlived the deployment")
+		return domain.StepProgress{}, errors.New("the call outlived the deployment")
 	}
 	_, err := wt.run(DeploymentInput{Deployment: deploymentSpec([]string{"web-1"}, 3)})
 	require.True(t, temporal.IsCanceledError(err), "got %v", err)
@@ -227,5 +227,5 @@ func TestWindowedDeploymentCancelledWhileAdvancing(t *testing.T) {
 	require.Equal(t, "cancelled", finish[0].Status)
 	require.Equal(t, 1, finish[0].Position)
 	require.Equal(t, 2, inputsOf[activities.SkipStepsInput](t, wt.rec, skipStepsActivity)[0].From)
-	require.Equal(t, schema.DeploymentCancelled, inputsOf[activities.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
+	require.Equal(t, domain.DeploymentCancelled, inputsOf[activities.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
 }

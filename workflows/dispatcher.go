@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // DispatcherInput configures one replica's dispatch loop. It is carried across
@@ -107,7 +107,7 @@ func newDispatcherOptions(processing time.Duration) dispatcherOptions {
 		// its writes would be refused as stale.
 		deliver: workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, ScheduleToCloseTimeout: processing, RetryPolicy: retry},
 		maintain: workflow.ActivityOptions{StartToCloseTimeout: 60 * time.Second, RetryPolicy: &maintainRetry,
-			Summary: "reclaim orphans, expire " + schema.DispatchRequestTTLText + "-old requests, requeue undelivered commands"},
+			Summary: "reclaim orphans, expire " + domain.DispatchRequestTTLText + "-old requests, requeue undelivered commands"},
 	}
 	opts.localOpts = newLocalDispatchOptions(opts)
 	return opts
@@ -179,7 +179,7 @@ func drain(c workflow.ReceiveChannel) {
 }
 
 // deliverSummary is the one-line activity summary shown in the Web UI.
-func deliverSummary(claimed []schema.ClaimedRequest) string {
+func deliverSummary(claimed []domain.ClaimedRequest) string {
 	const shown = 3
 	ids := make([]string, 0, shown)
 	for _, c := range claimed[:min(shown, len(claimed))] {

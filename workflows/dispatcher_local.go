@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // localDispatchChangeID marks, through workflow.GetVersion, the dispatcher runs that
@@ -103,10 +103,10 @@ func isInvalidInput(err error) bool {
 }
 
 // claimRefs is the id and epoch of each claimed request.
-func claimRefs(claimed []schema.ClaimedRequest) []schema.ClaimRef {
-	refs := make([]schema.ClaimRef, len(claimed))
+func claimRefs(claimed []domain.ClaimedRequest) []domain.ClaimRef {
+	refs := make([]domain.ClaimRef, len(claimed))
 	for i, c := range claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	return refs
 }

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 func TestDispatcherLooksAgainSoonAfterClaimFailure(t *testing.T) {
@@ -54,7 +54,7 @@ func TestDispatcherRunsBeforeLocalActivitiesKeepRegularOnes(t *testing.T) {
 	// Shorter than the retries the test environment allows (it caps attempts at 10), so
 	// the processing timeout is what ends them.
 	in.ProcessingTimeout = 20 * time.Second
-	dt.claims = [][]schema.ClaimedRequest{requests(1, 2), requests(2, 1)}
+	dt.claims = [][]domain.ClaimedRequest{requests(1, 2), requests(2, 1)}
 	var mu sync.Mutex
 	var attempts []time.Duration // workflow time of each attempt on the first batch
 	dt.deliver = func(_ int, req activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {

@@ -22,7 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // Activity type names as the workflow schedules them.
@@ -203,7 +203,7 @@ type dispatcherTest struct {
 	maintain func(n int) (activities.MaintainDispatchQueueResult, error)
 	// claim answers the nth claim (from 0); by default it returns claims[n], then nothing.
 	claim   func(n int) (activities.ClaimBatchResult, error)
-	claims  [][]schema.ClaimedRequest
+	claims  [][]domain.ClaimedRequest
 	deliver func(n int, in activities.DeliverBatchInput) (activities.DeliverBatchResult, error)
 }
 
@@ -280,10 +280,10 @@ func input(rounds int) DispatcherInput {
 
 // requests returns n claimed requests with distinct ids and epochs; seed keeps batches
 // of one test apart.
-func requests(seed, n int) []schema.ClaimedRequest {
-	out := make([]schema.ClaimedRequest, n)
+func requests(seed, n int) []domain.ClaimedRequest {
+	out := make([]domain.ClaimedRequest, n)
 	for i := range out {
-		out[i] = schema.ClaimedRequest{
+		out[i] = domain.ClaimedRequest{
 			ID:       uuid.MustParse(fmt.Sprintf("%08d-0000-4000-8000-%012d", seed, i+1)),
 			Epoch:    int64(seed*100 + i + 1),
 			Target:   fmt.Sprintf("target-%d", i+1),
@@ -293,10 +293,10 @@ func requests(seed, n int) []schema.ClaimedRequest {
 	return out
 }
 
-func refs(claimed []schema.ClaimedRequest) []schema.ClaimRef {
-	out := make([]schema.ClaimRef, len(claimed))
+func refs(claimed []domain.ClaimedRequest) []domain.ClaimRef {
+	out := make([]domain.ClaimRef, len(claimed))
 	for i, c := range claimed {
-		out[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		out[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	return out
 }
@@ -311,7 +311,7 @@ func TestDispatcherRoundDeliversPartialBatchThenWaits(t *testing.T) {
 	t.Parallel()
 	dt := setup(t)
 	batch := requests(1, 3)
-	dt.claims = [][]schema.ClaimedRequest{batch}
+	dt.claims = [][]domain.ClaimedRequest{batch}
 	in := input(2)
 
 	requireContinuedAsNew(t, dt.run(in))
@@ -336,19 +336,19 @@ func TestDispatcherFullBatchClaimsAgainAtOnce(t *testing.T) {
 	dt := setup(t)
 	in := input(4)
 	in.BatchSize = 2
-	dt.claims = [][]schema.ClaimedRequest{requests(1, 2), requests(2, 2), requests(3, 1)}
+	dt.claims = [][]domain.ClaimedRequest{requests(1, 2), requests(2, 2), requests(3, 1)}
 
 	requireContinuedAsNew(t, dt.run(in))
 
 	// Two full batches, then a partial one, all before any timer fired; the fourth claim
 	// waits for the tick.
 	require.Equal(t, []time.Duration{0, 0, 0, in.PollInterval}, dt.rec.times(claimActivity))
-	var delivered [][]schema.ClaimRef
+	var delivered [][]domain.ClaimRef
 	for _, s := range dt.rec.of(deliverActivity) {
 		delivered = append(delivered, s.Input.(activities.DeliverBatchInput).Requests)
 		require.Equal(t, time.Duration(0), s.At)
 	}
-	require.Equal(t, [][]schema.ClaimRef{refs(dt.claims[0]), refs(dt.claims[1]), refs(dt.claims[2])}, delivered)
+	require.Equal(t, [][]domain.ClaimRef{refs(dt.claims[0]), refs(dt.claims[1]), refs(dt.claims[2])}, delivered)
 	// Back-to-back rounds within the interval do not repeat the maintenance.
 	require.Equal(t, []time.Duration{0, in.PollInterval}, dt.rec.times(maintainActivity))
 }
@@ -392,7 +392,7 @@ func TestDispatcherWakeSignalClaimsBeforeTick(t *testing.T) {
 	dt := setup(t)
 	in := input(2)
 	batch := requests(1, 1)
-	dt.claims = [][]schema.ClaimedRequest{nil, batch}
+	dt.claims = [][]domain.ClaimedRequest{nil, batch}
 	dt.env.RegisterDelayedCallback(func() { dt.env.SignalWorkflow(WakeSignal, nil) }, 5*time.Second)
 
 	requireContinuedAsNew(t, dt.run(in))
@@ -513,7 +513,7 @@ func TestDispatcherCarriesOnAfterDeliveryFailure(t *testing.T) {
 	t.Parallel()
 	dt := setup(t)
 	in := input(2)
-	dt.claims = [][]schema.ClaimedRequest{requests(1, 2), requests(2, 1)}
+	dt.claims = [][]domain.ClaimedRequest{requests(1, 2), requests(2, 1)}
 	var mu sync.Mutex
 	attempts := 0 // attempts on the first batch
 	dt.deliver = func(_ int, req activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {
@@ -549,7 +549,7 @@ func TestDispatcherCarriesOnAfterMaintenanceFailure(t *testing.T) {
 	dt.maintain = func(int) (activities.MaintainDispatchQueueResult, error) {
 		return activities.MaintainDispatchQueueResult{}, temporal.NewNonRetryableApplicationError("maintenance refused", activities.InvalidInput, nil)
 	}
-	dt.claims = [][]schema.ClaimedRequest{requests(1, 1)}
+	dt.claims = [][]domain.ClaimedRequest{requests(1, 1)}
 
 	requireContinuedAsNew(t, dt.run(input(2)))
 
@@ -610,7 +610,7 @@ func TestDispatcherActivityOptions(t *testing.T) {
 		in := input(1)
 		in.ProcessingTimeout = 2 * time.Minute
 		batch := requests(1, 5)
-		dt.claims = [][]schema.ClaimedRequest{batch}
+		dt.claims = [][]domain.ClaimedRequest{batch}
 
 		requireContinuedAsNew(t, dt.run(in))
 
@@ -646,7 +646,7 @@ func TestDispatcherActivityOptions(t *testing.T) {
 		dt := setup(t)
 		in := input(1)
 		in.ProcessingTimeout = 0
-		dt.claims = [][]schema.ClaimedRequest{requests(1, 1)}
+		dt.claims = [][]domain.ClaimedRequest{requests(1, 1)}
 
 		requireContinuedAsNew(t, dt.run(in))
 

@@ -20,7 +20,7 @@ import (
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -72,10 +72,10 @@ func (w *windowStandIn) AdvanceStep(ctx context.Context, in activities.AdvanceSt
 		}
 	}
 	if w.failFirst[in.Position] && call == 0 {
-		return schema.StepProgress{Total: w.targets, Enqueued: w.targets, Succeeded: w.targets - 1, Failed: 1, Done: true,
-			Status: schema.StepFailed, FailedTargets: []schema.TargetResult{{Target: "web-02", Status: schema.CommandFailed}}}, nil
+		return domain.StepProgress{Total: w.targets, Enqueued: w.targets, Succeeded: w.targets - 1, Failed: 1, Done: true,
+			Status: domain.StepFailed, FailedTargets: []domain.TargetResult{{Target: "web-02", Status: domain.CommandFailed}}}, nil
 	}
-	return schema.StepProgress{Total: w.targets, Enqueued: w.targets, Succeeded: w.targets, Done: true, Status: schema.StepSucceeded}, nil
+	return domain.StepProgress{Total: w.targets, Enqueued: w.targets, Succeeded: w.targets, Done: true, Status: domain.StepSucceeded}, nil
 }
 
 // StartStep stands in for activities.Activities.StartStep.

@@ -10,7 +10,7 @@ import (
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // rolloutStandIn plays AdvanceStep within a step's window: a batch end that leaves
@@ -34,7 +34,7 @@ func (r *rolloutStandIn) AdvanceStep(_ context.Context, in activities.AdvanceSte
 	if w.BatchEnd > 0 {
 		end = min(w.BatchEnd, total)
 	}
-	p := schema.StepProgress{Total: total, Enqueued: end, Skipped: total - end}
+	p := domain.StepProgress{Total: total, Enqueued: end, Skipped: total - end}
 	for i := range end {
 		if r.failing[in.Position][i] {
 			p.Failed++
@@ -49,10 +49,10 @@ func (r *rolloutStandIn) AdvanceStep(_ context.Context, in activities.AdvanceSte
 		p.BatchDone = true
 		return p, nil
 	}
-	p.Done, p.Status = true, schema.StepSucceeded
+	p.Done, p.Status = true, domain.StepSucceeded
 	if p.Failed > 0 {
-		p.Status = schema.StepFailed
-		p.FailedTargets = []schema.TargetResult{{Target: "web-02", Status: schema.CommandFailed}}
+		p.Status = domain.StepFailed
+		p.FailedTargets = []domain.TargetResult{{Target: "web-02", Status: domain.CommandFailed}}
 	}
 	return p, nil
 }

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/activities"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // The stand-ins below are registered under the real activities' names (their method
@@ -107,7 +107,7 @@ func (d *deploymentStandIn) AwaitStepResults(ctx context.Context, in activities.
 	var res activities.AwaitStepResultsResult
 	for _, target := range in.Waiting[:n] {
 		code := 0
-		r := schema.TargetResult{Target: target, Status: "succeeded", ExitCode: &code}
+		r := domain.TargetResult{Target: target, Status: "succeeded", ExitCode: &code}
 		if d.failing[fmt.Sprintf("%d/%s", in.Position, target)] {
 			code = 1
 			r.Status, r.Error = "failed", "command exited with status 1"
@@ -171,10 +171,10 @@ func (d *dispatchStandIn) ClaimBatch(_ context.Context, in activities.ClaimBatch
 		n = min(d.claims[d.claimN], in.Limit)
 	}
 	d.claimN++
-	res := activities.ClaimBatchResult{Claimed: []schema.ClaimedRequest{}}
+	res := activities.ClaimBatchResult{Claimed: []domain.ClaimedRequest{}}
 	for i := range n {
 		d.epoch++
-		res.Claimed = append(res.Claimed, schema.ClaimedRequest{
+		res.Claimed = append(res.Claimed, domain.ClaimedRequest{
 			ID: uuid.New(), Epoch: d.epoch, Target: fmt.Sprintf("web-%02d", i+1), Priority: "normal",
 			CreatedAt: time.Now().UTC().Add(-time.Second),
 		})
@@ -198,8 +198,8 @@ func (d *dispatchStandIn) DeliverBatch(ctx context.Context, in activities.Delive
 	res := activities.DeliverBatchResult{}
 	for _, r := range in.Requests {
 		cmd := uuid.New()
-		res.Outcomes = append(res.Outcomes, schema.DeliveryOutcome{
-			RequestID: r.ID, Outcome: schema.OutcomeDispatched, CommandID: &cmd, Queued: 40 * time.Millisecond,
+		res.Outcomes = append(res.Outcomes, domain.DeliveryOutcome{
+			RequestID: r.ID, Outcome: domain.OutcomeDispatched, CommandID: &cmd, Queued: 40 * time.Millisecond,
 		})
 		res.Dispatched++
 	}
@@ -213,7 +213,7 @@ func (d *dispatchStandIn) MaintainDispatchQueue(context.Context, activities.Main
 		return activities.MaintainDispatchQueueResult{}, errors.New("reclaiming orphans: connection refused")
 	}
 	return activities.MaintainDispatchQueueResult{
-		Reclaimed: []schema.ReclaimedRequest{{ID: uuid.New(), OldHolder: "mandible-gone", NewEpoch: 2}},
+		Reclaimed: []domain.ReclaimedRequest{{ID: uuid.New(), OldHolder: "mandible-gone", NewEpoch: 2}},
 		Expired:   []uuid.UUID{uuid.New()},
 	}, nil
 }

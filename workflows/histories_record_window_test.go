@@ -19,7 +19,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -62,10 +62,10 @@ func (a *advancingStandIn) AdvanceStep(ctx context.Context, in activities.Advanc
 	a.mu.Unlock()
 	if in.Position == a.longAt && call < longStepCalls {
 		ended := min(call, a.targets-1)
-		return schema.StepProgress{Total: a.targets, Enqueued: ended + 1, Succeeded: ended, Running: 1,
+		return domain.StepProgress{Total: a.targets, Enqueued: ended + 1, Succeeded: ended, Running: 1,
 			Skipped: a.targets - ended - 1}, nil
 	}
-	return schema.StepProgress{Total: a.targets, Enqueued: a.targets, Succeeded: a.targets, Done: true, Status: schema.StepSucceeded}, nil
+	return domain.StepProgress{Total: a.targets, Enqueued: a.targets, Succeeded: a.targets, Done: true, Status: domain.StepSucceeded}, nil
 }
 
 // windowScenario is a recorded scenario of one run or more.

@@ -52,7 +52,7 @@ var (
 	DeploymentIDSearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentID")
 	// DeploymentNameSearchAttribute is a deployment's name from its spec.
 	DeploymentNameSearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisDeploymentName")
-	// DeploymentStatusSearchAttribute is a deployment's state (schema.Deployment*).
+	// DeploymentStatusSearchAttribute is a deployment's state (domain.Deployment*).
 	DeploymentStatusSearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisStatus")
 	// DeploymentPrioritySearchAttribute is a deployment's command priority.
 	DeploymentPrioritySearchAttribute = temporal.NewSearchAttributeKeyKeyword("MantisPriority")

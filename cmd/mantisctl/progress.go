@@ -9,8 +9,8 @@ import (
 	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
-	"github.com/mantis-deploy/mantis/schema"
 )
 
 // stepProgress counts a step's targets while watching.
@@ -104,7 +104,7 @@ func (w *watch) step(pos *int, name string) *stepProgress {
 		return nil
 	}
 	for len(w.steps) <= *pos {
-		w.steps = append(w.steps, &stepProgress{name: fmt.Sprintf("step %d", len(w.steps)), status: schema.StepPending})
+		w.steps = append(w.steps, &stepProgress{name: fmt.Sprintf("step %d", len(w.steps)), status: domain.StepPending})
 	}
 	p := w.steps[*pos]
 	if name != "" {
@@ -120,7 +120,7 @@ func (w *watch) apply(ev apiclient.Event) (string, bool) {
 	case t == events.StepStarted:
 		d := decode[events.StepStartedData](ev)
 		if p := w.step(&d.StepPosition, d.Step); p != nil {
-			p.status, p.total = schema.StepRunning, d.Targets
+			p.status, p.total = domain.StepRunning, d.Targets
 		}
 	case t.IsStep():
 		d := decode[events.StepEndedData](ev)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/apiclient"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // Bounds of the wait for failed targets' analyses once a deployment ended.
@@ -141,9 +141,9 @@ func printFinal(out io.Writer, format outputFormat, d api.Deployment) error {
 // outcome is the error a watch ends with: none when the deployment succeeded.
 func outcome(final, status string) error {
 	switch {
-	case final == schema.DeploymentSucceeded || status == schema.DeploymentSucceeded:
+	case final == domain.DeploymentSucceeded || status == domain.DeploymentSucceeded:
 		return nil
-	case final == schema.DeploymentCancelled || status == schema.DeploymentCancelled:
+	case final == domain.DeploymentCancelled || status == domain.DeploymentCancelled:
 		return errDeploymentCancelled
 	}
 	return errDeploymentFailed
@@ -212,7 +212,7 @@ func deploymentWithAnalyses(ctx context.Context, c *apiclient.Client, id string)
 func analysesPending(d api.Deployment) bool {
 	for _, s := range d.Steps {
 		for _, t := range s.Targets {
-			if t.Status == schema.CommandFailed && t.ExitCode != nil && (t.Analysis == nil || t.Analysis.Status == schema.AnalysisQueued) {
+			if t.Status == domain.CommandFailed && t.ExitCode != nil && (t.Analysis == nil || t.Analysis.Status == domain.AnalysisQueued) {
 				return true
 			}
 		}
@@ -222,7 +222,7 @@ func analysesPending(d api.Deployment) bool {
 
 // terminal reports whether a deployment in status has ended.
 func terminal(status string) bool {
-	return status == schema.DeploymentSucceeded || status == schema.DeploymentFailed || status == schema.DeploymentCancelled
+	return status == domain.DeploymentSucceeded || status == domain.DeploymentFailed || status == domain.DeploymentCancelled
 }
 
 // pollUntilDone reads the deployment every second until it ends.

@@ -20,7 +20,7 @@ import (
 
 const (
 	// JournalRetention is how long a journal entry is kept after its last
-	// change: longer than schema.DispatchRequestTTL, after which Mandible expires a dispatch
+	// change: longer than domain.DispatchRequestTTL, after which Mandible expires a dispatch
 	// request, so no redelivery can outlive the record of its run.
 	JournalRetention = 48 * time.Hour
 	// journalPruneEvery is how often a running agent prunes its journal.

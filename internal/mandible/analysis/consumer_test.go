@@ -14,6 +14,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/analysis"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -95,7 +96,7 @@ func (b *brokerBundle) waitDone(t *testing.T, requestID string) schema.Analysis 
 	require.Eventually(t, func() bool {
 		var err error
 		a, err = schema.AnalysisByExternalID(b.ctx, b.pool, requestID)
-		return err == nil && a.Status == schema.AnalysisDone
+		return err == nil && a.Status == domain.AnalysisDone
 	}, 30*time.Second, 50*time.Millisecond, "analysis of %s never done", requestID)
 	return a
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/analysis"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -22,7 +23,7 @@ func TestRunOnceAnalysesAFailedDeploymentCommand(t *testing.T) {
 	ids := b.run(t, &dep, &step, failed("+ kubectl rollout status deploy/web\nbash: line 1: kubectl: command not found\n", 127))
 
 	queued := b.analysis(t, ids[0])
-	require.Equal(t, schema.AnalysisQueued, queued.Status, "StoreCommandResult queues the analysis")
+	require.Equal(t, domain.AnalysisQueued, queued.Status, "StoreCommandResult queues the analysis")
 	require.Empty(t, b.events(t))
 
 	n, err := b.processor.RunOnce(b.ctx)
@@ -30,7 +31,7 @@ func TestRunOnceAnalysesAFailedDeploymentCommand(t *testing.T) {
 	require.Equal(t, 1, n)
 
 	a := b.analysis(t, ids[0])
-	require.Equal(t, schema.AnalysisDone, a.Status)
+	require.Equal(t, domain.AnalysisDone, a.Status)
 	require.Equal(t, schema.AnalysisInternal, a.Source)
 	require.Equal(t, analysis.CategoryCommandNotFound, a.Category)
 	require.Equal(t, "command not found: kubectl", a.Summary)
@@ -105,7 +106,7 @@ func TestRunOnceEmitsNoEventForCommandsOutsideADeployment(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	a := b.analysis(t, ids[0])
-	require.Equal(t, schema.AnalysisDone, a.Status)
+	require.Equal(t, domain.AnalysisDone, a.Status)
 	require.Equal(t, "no such file or directory: /etc/webapp/config.yml", a.Summary)
 	require.Empty(t, b.events(t))
 }
@@ -125,7 +126,7 @@ func TestRunOnceFinishesExternalRequests(t *testing.T) {
 	require.Equal(t, 1, n)
 	a, err := schema.AnalysisByExternalID(b.ctx, b.pool, "ci-run-881")
 	require.NoError(t, err)
-	require.Equal(t, schema.AnalysisDone, a.Status)
+	require.Equal(t, domain.AnalysisDone, a.Status)
 	require.Equal(t, schema.AnalysisExternal, a.Source)
 	require.Equal(t, analysis.CategoryOutOfMemory, a.Category)
 	require.Equal(t, res.Summary, a.Summary)
@@ -172,7 +173,7 @@ func TestRunOnceKeepsTheRulesWhenTheModelFails(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	a := b.analysis(t, ids[0])
-	require.Equal(t, schema.AnalysisDone, a.Status)
+	require.Equal(t, domain.AnalysisDone, a.Status)
 	require.Equal(t, "cannot resolve host: artifacts.example.com", a.Summary)
 	require.Equal(t, analysis.RefinedByRules, a.RefinedBy)
 	require.Contains(t, a.Error, "model refinement failed: endpoint answered 503 Service Unavailable")
@@ -244,7 +245,7 @@ func TestRunPicksUpNewFailuresAndStopsWithItsContext(t *testing.T) {
 	ids := b.run(t, &dep, &step, failed("ssh: connect to host 10.20.0.7 port 22: No route to host", 255))
 	require.Eventually(t, func() bool {
 		a, err := schema.AnalysisByCommandID(b.ctx, b.pool, ids[0])
-		return err == nil && a.Status == schema.AnalysisDone
+		return err == nil && a.Status == domain.AnalysisDone
 	}, 10*time.Second, 20*time.Millisecond)
 	require.Equal(t, "no route to host: 10.20.0.7:22", b.analysis(t, ids[0]).Summary)
 

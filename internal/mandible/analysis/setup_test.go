@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/analysis"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -70,23 +71,23 @@ func (b *bundle) run(t *testing.T, deploymentID *uuid.UUID, step *int, results .
 	reqs := make([]schema.NewDispatchRequest, len(results))
 	for i := range results {
 		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: uuid.NewString(), Target: target, DeploymentID: deploymentID,
-			StepPosition: step, Command: fmt.Sprintf("./deploy.sh part-%d", i), Priority: schema.PriorityNormal}
+			StepPosition: step, Command: fmt.Sprintf("./deploy.sh part-%d", i), Priority: domain.PriorityNormal}
 	}
 	enqueued, err := schema.EnqueueDispatchRequests(b.ctx, b.pool, reqs)
 	require.NoError(t, err)
 	claim, err := schema.ClaimPending(b.ctx, b.pool, replica, len(reqs))
 	require.NoError(t, err)
 	require.Len(t, claim.Claimed, len(reqs))
-	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	refs := make([]domain.ClaimRef, len(claim.Claimed))
 	for i, c := range claim.Claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	out, err := schema.DeliverClaimed(b.ctx, b.pool, replica, refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)
 	byRequest := map[uuid.UUID]uuid.UUID{}
 	var ids []uuid.UUID
 	for _, o := range out {
-		require.Equal(t, schema.OutcomeDispatched, o.Outcome, o.Error)
+		require.Equal(t, domain.OutcomeDispatched, o.Outcome, o.Error)
 		byRequest[o.RequestID] = *o.CommandID
 		ids = append(ids, *o.CommandID)
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
@@ -66,9 +67,9 @@ func (m *fuzzMandible) heldCommand(t testing.TB) string {
 	require.NoError(t, err)
 	claim, err := schema.ClaimPending(ctx, m.pool, "r1", 10)
 	require.NoError(t, err)
-	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	refs := make([]domain.ClaimRef, len(claim.Claimed))
 	for i, c := range claim.Claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	_, err = schema.DeliverClaimed(ctx, m.pool, "r1", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)

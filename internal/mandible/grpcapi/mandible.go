@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/safetext"
@@ -355,18 +356,18 @@ func (s *MandibleService) ScheduleRedispatch(ctx context.Context, req *mantisv1.
 	s.Logger.InfoContext(ctx, "redispatch decided", "instance_id", id, "command_id", cmd, "lease_epoch", req.GetLeaseEpoch(),
 		"request_id", res.RequestID, "outcome", res.Outcome)
 	switch res.Outcome {
-	case schema.OutcomeRetry:
+	case domain.OutcomeRetry:
 		return &mantisv1.ScheduleRedispatchResponse{Scheduled: true, NextAttemptAt: timestamppb.New(*res.NextAttemptAt)}, nil
-	case schema.OutcomeExpired:
-		return &mantisv1.ScheduleRedispatchResponse{Refusal: "the dispatch request expired " + schema.DispatchRequestTTLText + " after creation"}, nil
+	case domain.OutcomeExpired:
+		return &mantisv1.ScheduleRedispatchResponse{Refusal: "the dispatch request expired " + domain.DispatchRequestTTLText + " after creation"}, nil
 	case schema.OutcomeBudgetSpent:
 		return &mantisv1.ScheduleRedispatchResponse{Refusal: fmt.Sprintf(
 			"the retry budget is spent (this is delivery %d of %d): the command stays queued for polling to claim until delivery_timeout",
-			schema.MaxDispatchDeliveries, schema.MaxDispatchDeliveries)}, nil
+			domain.MaxDispatchDeliveries, domain.MaxDispatchDeliveries)}, nil
 	default:
 		return &mantisv1.ScheduleRedispatchResponse{Refusal: fmt.Sprintf(
 			"the retry budget is spent (%d retries after the first delivery, %d deliveries in all); the request failed",
-			schema.MaxDispatchRetries, schema.MaxDispatchDeliveries)}, nil
+			domain.MaxDispatchRetries, domain.MaxDispatchDeliveries)}, nil
 	}
 }
 

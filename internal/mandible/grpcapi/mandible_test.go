@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mantis-deploy/mantis/internal/devcerts"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/rpc"
@@ -107,10 +108,10 @@ func (b bundle) dispatch(t *testing.T, key, target string, deployment *uuid.UUID
 	claim, err := schema.ClaimPending(b.ctx, b.pool, "r1", 10)
 	require.NoError(t, err)
 	require.Len(t, claim.Claimed, 1)
-	out, err := schema.DeliverClaimed(b.ctx, b.pool, "r1", []schema.ClaimRef{{ID: claim.Claimed[0].ID, Epoch: claim.Claimed[0].Epoch}},
+	out, err := schema.DeliverClaimed(b.ctx, b.pool, "r1", []domain.ClaimRef{{ID: claim.Claimed[0].ID, Epoch: claim.Claimed[0].Epoch}},
 		schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeDispatched, out[0].Outcome, out[0].Error)
+	require.Equal(t, domain.OutcomeDispatched, out[0].Outcome, out[0].Error)
 	return *out[0].CommandID
 }
 
@@ -292,11 +293,11 @@ func TestRedispatchIsRefusedWhenTheBudgetIsSpent(t *testing.T) {
 	require.NotNil(t, ok.GetNextAttemptAt())
 
 	// Spend the budget: the next hand-off failure is refused.
-	_, err = b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET attempts = $1, next_attempt_at = now()`, schema.MaxDispatchRetries)
+	_, err = b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET attempts = $1, next_attempt_at = now()`, domain.MaxDispatchRetries)
 	require.NoError(t, err)
 	claim, err := schema.ClaimPending(b.ctx, b.pool, "r1", 1)
 	require.NoError(t, err)
-	_, err = schema.DeliverClaimed(b.ctx, b.pool, "r1", []schema.ClaimRef{{ID: claim.Claimed[0].ID, Epoch: claim.Claimed[0].Epoch}}, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
+	_, err = schema.DeliverClaimed(b.ctx, b.pool, "r1", []domain.ClaimRef{{ID: claim.Claimed[0].ID, Epoch: claim.Claimed[0].Epoch}}, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)
 	resp, err = b.client.FetchPendingCommands(b.ctx, &mantisv1.FetchPendingCommandsRequest{InstanceId: inst, PollTargets: []string{"web-1"}, MaxCommands: 1})
 	require.NoError(t, err)
@@ -345,9 +346,9 @@ func TestConcurrentResultsAreEachStoredOnce(t *testing.T) {
 	}
 	claim, err := schema.ClaimPending(b.ctx, b.pool, "r1", n)
 	require.NoError(t, err)
-	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	refs := make([]domain.ClaimRef, len(claim.Claimed))
 	for i, c := range claim.Claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	_, err = schema.DeliverClaimed(b.ctx, b.pool, "r1", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)
@@ -425,9 +426,9 @@ func deliverAll(t *testing.T, b bundle, reqs []schema.NewDispatchRequest) {
 	require.NoError(t, err)
 	claim, err := schema.ClaimPending(b.ctx, b.pool, "r1", 100)
 	require.NoError(t, err)
-	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	refs := make([]domain.ClaimRef, len(claim.Claimed))
 	for i, c := range claim.Claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	_, err = schema.DeliverClaimed(b.ctx, b.pool, "r1", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)

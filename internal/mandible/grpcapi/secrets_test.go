@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mantis-deploy/mantis/internal/codec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
@@ -47,9 +48,9 @@ func TestFetchOpensSecretEnvAndFailsACommandWhoseSecretDoesNotOpen(t *testing.T)
 	require.NoError(t, err)
 	claim, err := schema.ClaimPending(ctx, pool, "r1", 10)
 	require.NoError(t, err)
-	refs := make([]schema.ClaimRef, len(claim.Claimed))
+	refs := make([]domain.ClaimRef, len(claim.Claimed))
 	for i, c := range claim.Claimed {
-		refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	_, err = schema.DeliverClaimed(ctx, pool, "r1", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)

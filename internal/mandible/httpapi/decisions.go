@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema"
@@ -62,7 +63,7 @@ func (s *server) decide(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, maxDecisionBody, &req) || !validDecision(w, r, req) {
 		return
 	}
-	if d.Status != schema.DeploymentPending && d.Status != schema.DeploymentRunning {
+	if d.Status != domain.DeploymentPending && d.Status != domain.DeploymentRunning {
 		api.WriteError(w, r, http.StatusConflict, api.CodeAlreadyFinished, fmt.Sprintf("deployment %s already ended %s", d.ID, d.Status))
 		return
 	}

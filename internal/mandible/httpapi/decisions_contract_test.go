@@ -15,8 +15,8 @@ import (
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
-	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workers"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -36,7 +36,7 @@ func (approvalStandIn) SkipSteps(context.Context, activities.SkipStepsInput) err
 func (approvalStandIn) SetWaiting(context.Context, activities.SetWaitingInput) error { return nil }
 func (approvalStandIn) CancelDeploymentWork(context.Context, string) (int, error)    { return 0, nil }
 func (approvalStandIn) AdvanceStep(context.Context, activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
-	return schema.StepProgress{Total: 1, Enqueued: 1, Succeeded: 1, Done: true, Status: schema.StepSucceeded}, nil
+	return domain.StepProgress{Total: 1, Enqueued: 1, Succeeded: 1, Done: true, Status: domain.StepSucceeded}, nil
 }
 func (approvalStandIn) FinishDeployment(_ context.Context, in activities.FinishDeploymentInput) (string, error) {
 	return in.Status, nil

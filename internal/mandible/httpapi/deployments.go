@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -68,7 +69,7 @@ func (s *server) listDeployments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := schema.DeploymentFilter{Name: q.Get("name")}
 	var problems []string
-	f.Statuses, problems = statusesParam(q, problems, schema.DeploymentStatuses)
+	f.Statuses, problems = statusesParam(q, problems, domain.DeploymentStatuses)
 	f.Limit, problems = limitParam(q, problems, maxDeploymentPage)
 	f.Before, problems = uuidParam(q, problems, "before")
 	if len(problems) > 0 {
@@ -93,7 +94,7 @@ func (s *server) cancelDeployment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := d.ID
-	if d.Status != schema.DeploymentPending && d.Status != schema.DeploymentRunning {
+	if d.Status != domain.DeploymentPending && d.Status != domain.DeploymentRunning {
 		api.WriteError(w, r, http.StatusConflict, api.CodeAlreadyFinished, "deployment "+id.String()+" already ended "+d.Status)
 		return
 	}

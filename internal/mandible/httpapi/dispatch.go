@@ -8,6 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -18,7 +19,7 @@ const (
 )
 
 // listableDispatchStatuses are the states ?status= may ask for.
-var listableDispatchStatuses = []string{schema.StatusPending, schema.StatusProcessing, schema.StatusDispatched, schema.StatusFailed, schema.StatusExpired}
+var listableDispatchStatuses = []string{domain.StatusPending, domain.StatusProcessing, domain.StatusDispatched, domain.StatusFailed, domain.StatusExpired}
 
 func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request) {
 	var body api.EnqueueBody
@@ -47,7 +48,7 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		}
 		priority := b.Priority
 		if priority == "" {
-			priority = schema.PriorityNormal
+			priority = domain.PriorityNormal
 		}
 		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: b.IdempotencyKey, Target: b.Target, Command: b.Command, Priority: priority, Timeout: timeout}
 	}

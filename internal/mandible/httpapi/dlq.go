@@ -8,7 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // DLQ is the broker's dead-letter queue, mantis.dlq, as the API manages it
@@ -75,7 +75,7 @@ func (s *server) requeueDLQ(d DLQ) http.HandlerFunc {
 			return
 		}
 		var problems []api.FieldProblem
-		if !schema.ValidPriority(body.To) {
+		if !domain.ValidPriority(body.To) {
 			problems = append(problems, api.FieldProblem{Field: "to", Problem: fmt.Sprintf("must be high, normal or low, got %q", body.To)})
 		}
 		if body.Limit < 0 {

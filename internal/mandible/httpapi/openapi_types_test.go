@@ -16,6 +16,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -148,14 +149,14 @@ func TestEnumsMatchGoConstants(t *testing.T) {
 		codes[i] = string(c)
 	}
 	enums := map[string][]string{
-		"DeploymentStatus":               schema.DeploymentStatuses,
-		"Priority":                       schema.Priorities,
-		"Step.status":                    schema.StepStatuses,
+		"DeploymentStatus":               domain.DeploymentStatuses,
+		"Priority":                       domain.Priorities,
+		"Step.status":                    domain.StepStatuses,
 		"TargetResult.status":            {schema.TargetQueued, schema.TargetRunning, schema.TargetSucceeded, schema.TargetFailed},
-		"Analysis.status":                schema.AnalysisStatuses,
-		"DispatchRequest.status":         schema.DispatchStatuses,
-		"DispatchRequest.command_status": schema.CommandStatuses,
-		"NewDispatchRequest.priority":    append(slices.Clone(schema.Priorities), ""),
+		"Analysis.status":                domain.AnalysisStatuses,
+		"DispatchRequest.status":         domain.DispatchStatuses,
+		"DispatchRequest.command_status": domain.CommandStatuses,
+		"NewDispatchRequest.priority":    append(slices.Clone(domain.Priorities), ""),
 		"TargetMode":                     {schema.ModePoll, schema.ModeListen},
 		"ErrorCode":                      codes,
 		"CancelAnswer.status":            {api.StatusCancelling},
@@ -173,23 +174,23 @@ func filledValues() map[string]any {
 	links := api.Links{api.LinkSelf: "/a", api.LinkCancel: "/b", api.LinkEvents: "/c", api.LinkTemporal: "http://d"}
 	target := api.TargetResult{Target: "web-1", Status: schema.TargetFailed, ExitCode: &code, OutputTail: "out", Truncated: true,
 		Error: "e", Attempts: 1, StartedAt: &now, FinishedAt: &now,
-		Analysis: &api.Analysis{Status: schema.AnalysisDone, Category: &s, Summary: &s, Suggestion: &s}}
-	step := api.Step{Position: 1, Name: "s", Command: "true", Status: schema.StepFailed, ContinueOnError: true, StartedAt: &now,
+		Analysis: &api.Analysis{Status: domain.AnalysisDone, Category: &s, Summary: &s, Suggestion: &s}}
+	step := api.Step{Position: 1, Name: "s", Command: "true", Status: domain.StepFailed, ContinueOnError: true, StartedAt: &now,
 		FinishedAt: &now, Targets: []api.TargetResult{target}, Counts: api.StepCounts{Queued: 1, Running: 1, Succeeded: 1, Failed: 1}}
-	dep := api.Deployment{ID: id, Name: "d", Priority: schema.PriorityHigh, Status: schema.DeploymentFailed, IdempotencyKey: &s,
+	dep := api.Deployment{ID: id, Name: "d", Priority: domain.PriorityHigh, Status: domain.DeploymentFailed, IdempotencyKey: &s,
 		CreatedBy: &s, Error: &s, CreatedAt: now, StartedAt: &now, FinishedAt: &now, Spec: json.RawMessage(`{"name":"d"}`),
 		Steps: []api.Step{step}}
 	req := api.DispatchRequest{ID: id, IdempotencyKey: "k", Target: "t", DeploymentID: &id, StepPosition: &n, Command: "c",
-		Priority: schema.PriorityLow, Status: schema.StatusDispatched, Attempts: 1, MaxAttempts: 11, CreatedAt: now, ExpiresAt: now,
+		Priority: domain.PriorityLow, Status: domain.StatusDispatched, Attempts: 1, MaxAttempts: 11, CreatedAt: now, ExpiresAt: now,
 		NextAttemptAt: now, ClaimedBy: &s, ClaimedAt: &now, ClaimEpoch: 4, DispatchedAt: &now, FinishedAt: &now, LastError: &s,
 		CommandID: &id, CommandStatus: &s, Reason: "r"}
 	addr := "h:1"
 	tgt := api.Target{ID: id, Name: "t", Mode: schema.ModeListen, Address: &addr, Labels: map[string]string{"a": "b"},
 		AssignedInstanceID: &id, CreatedAt: now, UpdatedAt: now}
-	*req.CommandStatus = schema.CommandLost
+	*req.CommandStatus = domain.CommandLost
 	return map[string]any{
 		"Problem": api.NewProblem(400, api.CodeInvalidSpec, "/api/v1/deployments", "bad", api.FieldProblem{Field: "f", Problem: "p"}),
-		"CreatedDeployment": api.CreatedDeployment{ID: id, Status: schema.DeploymentPending, Created: true, Links: links,
+		"CreatedDeployment": api.CreatedDeployment{ID: id, Status: domain.DeploymentPending, Created: true, Links: links,
 			Warnings: []api.FieldWarning{{Field: "steps[0].env_secret.PIN", Warning: "w"}}},
 		"DeploymentAnswer":    api.DeploymentAnswer{Deployment: dep, Links: links},
 		"DeploymentList":      api.DeploymentList{Deployments: []api.Deployment{dep}, Next: "/n"},
@@ -198,7 +199,7 @@ func filledValues() map[string]any {
 		"DispatchRequestList": api.DispatchRequestList{Requests: []api.DispatchRequest{req}, Next: "/n"},
 		"TargetList":          api.TargetList{Targets: []api.Target{tgt}},
 		"ThoraxInstanceList":  api.ThoraxInstanceList{Instances: []api.ThoraxInstance{{ID: id, Name: "thorax-1", Status: "live", Live: true, RegisteredAt: now, LastHeartbeatAt: now, DiedAt: &now, Targets: 2}}},
-		"DLQRequeueResult":    api.DLQRequeueResult{Requeued: 1, To: schema.PriorityHigh, Queue: "q"},
+		"DLQRequeueResult":    api.DLQRequeueResult{Requeued: 1, To: domain.PriorityHigh, Queue: "q"},
 		"DLQPurgeResult":      api.DLQPurgeResult{Purged: 1},
 		"Health":              api.Health{Status: api.StatusOK},
 		"Readiness":           api.Readiness{Ready: true, Checks: map[string]string{"database": api.StatusOK}},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -35,7 +36,7 @@ const (
 )
 
 // resumableStatuses are the statuses a deployment may be resumed from.
-var resumableStatuses = []string{schema.DeploymentFailed, schema.DeploymentCancelled}
+var resumableStatuses = []string{domain.DeploymentFailed, domain.DeploymentCancelled}
 
 // relationRoutes are the routes of resume and re-run, with the create's scope.
 func (s *server) relationRoutes() []apiRoute {
@@ -97,7 +98,7 @@ func (s *server) rerunDeployment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if src.Status == schema.DeploymentPending || src.Status == schema.DeploymentRunning {
+	if src.Status == domain.DeploymentPending || src.Status == domain.DeploymentRunning {
 		api.WriteError(w, r, http.StatusConflict, api.CodeInvalidState,
 			fmt.Sprintf("deployment %s is %s; it can be run again once it has ended", id, src.Status))
 		return
@@ -206,7 +207,7 @@ func resumeFromStep(w http.ResponseWriter, r *http.Request, id uuid.UUID, src sc
 		return *asked, true
 	}
 	for i := range d.Steps {
-		if i >= len(src.Steps) || src.Steps[i] != schema.StepSucceeded {
+		if i >= len(src.Steps) || src.Steps[i] != domain.StepSucceeded {
 			return i, true
 		}
 	}

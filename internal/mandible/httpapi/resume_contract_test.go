@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // resumeExchanges resumes and re-runs a deployment that failed, through the
 // document: a success, an idempotent repeat, and the refusals each route documents.
 func (b *contractBundle) resumeExchanges(t *testing.T) {
-	old := recordEndedDeployment(t, b.pool, schema.DeploymentFailed).String()
+	old := recordEndedDeployment(t, b.pool, domain.DeploymentFailed).String()
 	missing := uuid.NewString()
 	key := http.Header{api.IdempotencyKeyHeader: {"contract-resume-1"}}
 	var resumed api.ResumedDeployment

@@ -17,6 +17,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
@@ -84,7 +85,7 @@ func recordEndedDeployment(t *testing.T, pool *pgxpool.Pool, status string) uuid
 func TestResumeCreatesALinkedDeploymentOnTheFailedTargets(t *testing.T) {
 	t.Parallel()
 	b := setupFleet(t)
-	old := endedDeployment(t, b, schema.DeploymentFailed)
+	old := endedDeployment(t, b, domain.DeploymentFailed)
 	_, err := b.pool.Exec(context.Background(), `UPDATE targets SET deregistered_at = now() WHERE name = 'app-05'`)
 	require.NoError(t, err)
 
@@ -162,7 +163,7 @@ func workflowMemo(t *testing.T, b *fleetBundle, id uuid.UUID) map[string]any {
 func TestResumeOnAllTargetsFromAStepIsIdempotent(t *testing.T) {
 	t.Parallel()
 	b := setupFleet(t)
-	old := endedDeployment(t, b, schema.DeploymentCancelled)
+	old := endedDeployment(t, b, domain.DeploymentCancelled)
 	body := `{"from_step":2,"failed_only":false}`
 	first := resumeWithKey(t, b, old, body, "resume-key-1", http.StatusAccepted)
 	require.Equal(t, resumeTargets, first.Targets)
@@ -197,7 +198,7 @@ func resumeWithKey(t *testing.T, b *fleetBundle, old uuid.UUID, body, key string
 func TestResumeAndRerunRefusals(t *testing.T) {
 	t.Parallel()
 	b := setupFleet(t)
-	old := endedDeployment(t, b, schema.DeploymentFailed)
+	old := endedDeployment(t, b, domain.DeploymentFailed)
 	running := uuid.New()
 	_, _, err := schema.CreateDeployment(context.Background(), b.pool, schema.NewDeployment{ID: running, Name: "busy", Priority: "normal",
 		Spec: json.RawMessage(`{"name":"busy","targets":["app-01"],"steps":[{"name":"s","command":"true"}]}`)})
@@ -239,7 +240,7 @@ func TestResumeAndRerunRefusals(t *testing.T) {
 func TestRerunCreatesTheSameSpecAgain(t *testing.T) {
 	t.Parallel()
 	b := setupFleet(t)
-	old := endedDeployment(t, b, schema.DeploymentFailed)
+	old := endedDeployment(t, b, domain.DeploymentFailed)
 	var got api.ResumedDeployment
 	require.Equal(t, http.StatusAccepted, b.call(t, "POST", "/api/v1/deployments/"+old.String()+"/rerun", fleetDeploy, "", &got))
 	require.Equal(t, api.RelationRerun, got.Relation)

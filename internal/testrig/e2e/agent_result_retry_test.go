@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/thorax"
@@ -80,7 +81,7 @@ func (r *resultRig) dispatchCommand(t *testing.T, instance, command string) uuid
 	require.Len(t, claim.Claimed, 1)
 	out, err := schema.DeliverClaimed(r.ctx, r.pool, "r1", refs(claim.Claimed), schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeDispatched, out[0].Outcome, out[0].Error)
+	require.Equal(t, domain.OutcomeDispatched, out[0].Outcome, out[0].Error)
 	return *out[0].CommandID
 }
 

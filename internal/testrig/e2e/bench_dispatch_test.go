@@ -26,6 +26,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
@@ -392,7 +393,7 @@ func runLatency(t *testing.T) latencyRun {
 			IdempotencyKey: fmt.Sprintf("%s-%d", prefix, i),
 			Target:         f.targets[i%len(f.targets)],
 			Command:        "true",
-			Priority:       schema.Priorities[i%len(schema.Priorities)],
+			Priority:       domain.Priorities[i%len(domain.Priorities)],
 		}})
 		require.NoError(t, err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/scale"
 	"github.com/mantis-deploy/mantis/internal/testrig/soak"
@@ -356,9 +357,9 @@ func holdCommands(t *testing.T, pool *pgxpool.Pool, mandible mantisv1.MandibleSe
 		require.NoError(t, err)
 		claim, err := schema.ClaimPending(ctx, pool, "bench", len(reqs))
 		require.NoError(t, err)
-		refs := make([]schema.ClaimRef, len(claim.Claimed))
+		refs := make([]domain.ClaimRef, len(claim.Claimed))
 		for i, c := range claim.Claimed {
-			refs[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+			refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 		}
 		out, err := schema.DeliverClaimed(ctx, pool, "bench", refs, schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 		require.NoError(t, err)

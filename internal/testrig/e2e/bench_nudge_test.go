@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 	"github.com/mantis-deploy/mantis/internal/testrig/faultenv"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -145,14 +146,14 @@ func nudgedRoundTrip(t *testing.T, c *faultenv.Cluster, target string) nudgeLegs
 		err := c.Pool.QueryRow(c.Ctx, `SELECT id, status, created_at, claimed_at, started_at, finished_at FROM command_queue
 			WHERE dispatch_request_id = $1 ORDER BY dispatch_attempt DESC LIMIT 1`, out[0].ID).
 			Scan(&id, &status, &written, &claimed, &started, &finished)
-		if err == nil && (status == schema.CommandSucceeded || status == schema.CommandFailed) {
+		if err == nil && (status == domain.CommandSucceeded || status == domain.CommandFailed) {
 			stored = time.Now()
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "request %s not stored after %s", out[0].ID, commandTimeout)
 		<-tick.C
 	}
-	require.Equal(t, schema.CommandSucceeded, status, "command %s", id)
+	require.Equal(t, domain.CommandSucceeded, status, "command %s", id)
 	require.NotNil(t, claimed)
 	require.NotNil(t, started)
 	require.NotNil(t, finished)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -66,7 +67,7 @@ func (f dispatchFixture) enqueue(t *testing.T, n int, prefix string) {
 				IdempotencyKey: fmt.Sprintf("%s-%d", prefix, i),
 				Target:         f.targets[i%len(f.targets)],
 				Command:        "true",
-				Priority:       schema.Priorities[i%3],
+				Priority:       domain.Priorities[i%3],
 			})
 		}
 		_, err := schema.EnqueueDispatchRequests(f.ctx, f.pool, reqs)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/grpcapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/thorax"
@@ -133,14 +134,14 @@ func (r *resultRig) dispatch(t *testing.T, instance string) uuid.UUID {
 	require.Len(t, claim.Claimed, 1)
 	out, err := schema.DeliverClaimed(r.ctx, r.pool, "r1", refs(claim.Claimed), schema.DeliverOptions{HeartbeatTimeout: time.Hour})
 	require.NoError(t, err)
-	require.Equal(t, schema.OutcomeDispatched, out[0].Outcome, out[0].Error)
+	require.Equal(t, domain.OutcomeDispatched, out[0].Outcome, out[0].Error)
 	return *out[0].CommandID
 }
 
-func refs(claimed []schema.ClaimedRequest) []schema.ClaimRef {
-	out := make([]schema.ClaimRef, len(claimed))
+func refs(claimed []domain.ClaimedRequest) []domain.ClaimRef {
+	out := make([]domain.ClaimRef, len(claimed))
 	for i, c := range claimed {
-		out[i] = schema.ClaimRef{ID: c.ID, Epoch: c.Epoch}
+		out[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 	"github.com/mantis-deploy/mantis/schema"
@@ -23,7 +24,7 @@ func TestAResultIsTrueWhoeverLies(t *testing.T) {
 	s := setupExec(t)
 	ctx := t.Context()
 	request := s.enqueue(t, schema.NewDispatchRequest{Target: s.listen.Name, Command: "sleep 60", Timeout: 2 * time.Minute})
-	cmd := s.waitCommand(t, request, startTimeout, schema.CommandRunning)
+	cmd := s.waitCommand(t, request, startTimeout, domain.CommandRunning)
 	forged := &mantisv1.CommandResult{ExitCode: 0, Output: []byte("forged")}
 
 	// Another Thorax certificate, with an instance of its own.
@@ -53,7 +54,7 @@ func TestAResultIsTrueWhoeverLies(t *testing.T) {
 	got, ok, err := s.command(request)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, schema.CommandRunning, got.Status, "no forged result was stored")
+	require.Equal(t, domain.CommandRunning, got.Status, "no forged result was stored")
 	require.Nil(t, got.ExitCode)
 	require.Eventually(t, func() bool {
 		n, _ := sampleSum(scrapeText(t, s.mandible.HTTPAddr), "mantis_auth_refusals_total",

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/broker"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -169,5 +170,5 @@ func TestMandiblePublishesNudges(t *testing.T) {
 	require.Equal(t, f.targets[0], n.Target)
 	require.Equal(t, "poll", n.Mode)
 	require.NotEmpty(t, n.AssignedInstanceID)
-	require.Equal(t, schema.MaxDispatchRetries, n.MaxRetries)
+	require.Equal(t, domain.MaxDispatchRetries, n.MaxRetries)
 }

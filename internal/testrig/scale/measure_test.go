@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 	"github.com/mantis-deploy/mantis/internal/testrig/faultenv"
 	"github.com/mantis-deploy/mantis/internal/testrig/scale"
@@ -144,7 +145,7 @@ func enqueue(t *testing.T, c *faultenv.Cluster, targets []string, n int) {
 		batch := make([]schema.NewDispatchRequest, 0, enqueueBatch)
 		for i := first; i < min(first+enqueueBatch, n); i++ {
 			batch = append(batch, schema.NewDispatchRequest{IdempotencyKey: fmt.Sprintf("%s-%d", run, i),
-				Target: targets[i%len(targets)], Command: loadCommand, Timeout: commandTimeout, Priority: schema.PriorityNormal})
+				Target: targets[i%len(targets)], Command: loadCommand, Timeout: commandTimeout, Priority: domain.PriorityNormal})
 		}
 		_, err := schema.EnqueueDispatchRequests(c.Ctx, c.Pool, batch)
 		require.NoError(t, err, "enqueueing dispatch requests")

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/soak"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -21,7 +22,7 @@ func TestDispatchLatencyIsEnqueueToSuccessPerMinuteOfLoad(t *testing.T) {
 	require.NoError(t, err)
 	reqs := make([]schema.NewDispatchRequest, 4)
 	for i := range reqs {
-		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: uuid.NewString(), Target: "web-1", Command: "true", Priority: schema.PriorityNormal}
+		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: uuid.NewString(), Target: "web-1", Command: "true", Priority: domain.PriorityNormal}
 	}
 	enq, err := schema.EnqueueDispatchRequests(ctx, pool, reqs)
 	require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // ID is the schema's $id: the URL Mandible serves it at, under any host.
@@ -77,7 +77,7 @@ func bound(d *jsonschema.Schema) error {
 		props[name] = p
 	}
 	props["name"].Pattern = NamePattern
-	props["priority"].Enum = enumOf(schema.Priorities)
+	props["priority"].Enum = enumOf(domain.Priorities)
 	props["priority"].Default = spec.DefaultPriority
 	props["targets"].Items.Pattern = NamePattern
 	props["targets"].MaxItems = ptr(spec.MaxTargets)

@@ -1,4 +1,4 @@
-package schema
+package domain
 
 // The states each table's status column may hold. These constants are the one
 // place code names a state; the lists below them are checked against the
