@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -31,17 +32,17 @@ func TestStartDeploymentRefusesMoreThanMaxTargets(t *testing.T) {
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(&activities.Activities{DB: pool})
 	var a *activities.Activities
-	_, err = env.ExecuteActivity(a.StartDeployment, activities.StartDeploymentInput{
+	_, err = env.ExecuteActivity(a.StartDeployment, activityio.StartDeploymentInput{
 		WorkflowID: "started-by-hand", CountOnly: true,
 		Spec: spec.Deployment{Name: "big", TargetSelector: map[string]string{"role": "web"}, Steps: []spec.Step{{Name: "s", Command: "true"}}},
 	})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "got %v", err)
-	require.Equal(t, activities.InvalidSpec, appErr.Type())
+	require.Equal(t, activityio.InvalidSpec, appErr.Type())
 	require.True(t, appErr.NonRetryable())
 	require.Contains(t, appErr.Error(), "deployment resolves to 12345 targets; at most 10000")
 
-	id, err := activities.DeploymentIDFor("started-by-hand", spec.Deployment{})
+	id, err := activityio.DeploymentIDFor("started-by-hand", spec.Deployment{})
 	require.NoError(t, err)
 	d, err := schema.GetDeployment(ctx, pool, id)
 	require.NoError(t, err)
@@ -60,12 +61,12 @@ func TestStartDeploymentCountOnlyCarriesNoNames(t *testing.T) {
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivity(&activities.Activities{DB: pool})
 	var a *activities.Activities
-	in := activities.StartDeploymentInput{WorkflowID: "counted", CountOnly: true,
+	in := activityio.StartDeploymentInput{WorkflowID: "counted", CountOnly: true,
 		Spec: spec.Deployment{Name: "counted", TargetSelector: map[string]string{"role": "web"}, Steps: []spec.Step{{Name: "s", Command: "true"}}}}
 	for range 2 { // a retry answers the same
 		v, err := env.ExecuteActivity(a.StartDeployment, in)
 		require.NoError(t, err)
-		var res activities.StartDeploymentResult
+		var res activityio.StartDeploymentResult
 		require.NoError(t, v.Get(&res))
 		require.Empty(t, res.Targets)
 		require.Equal(t, 300, res.TargetCount)

@@ -8,23 +8,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/mantis-deploy/mantis/internal/domain"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/schema"
 )
-
-// AdvanceStepInput names a step whose window to keep, and how long one call may wait.
-type AdvanceStepInput struct {
-	StepInput
-	// MaxWait bounds the call; the workflow calls again while the step is not done.
-	MaxWait time.Duration `json:"max_wait"`
-	// Window narrows the step to a rollout's batch, failure room, or a rollback's or
-	// verify's targets; the zero window is the whole step.
-	Window domain.StepWindow `json:"window,omitzero"`
-}
-
-// AdvanceStepResult is where the step stands: counts and up to 20 failed targets,
-// never the list of targets, whatever their number.
-type AdvanceStepResult = domain.StepProgress
 
 // advanceRecheck re-reads the step when no notification came: one can be missed across
 // a reconnect of the LISTEN connection.
@@ -35,10 +21,10 @@ const advanceRecheck = 2 * time.Second
 // the window up again, in the transaction that counts them (schema.AdvanceStep). The
 // answer is small and a step costs one call per MaxWait, however many targets and
 // whatever max_parallel.
-func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (AdvanceStepResult, error) {
-	id, err := in.id()
+func (a *Activities) AdvanceStep(ctx context.Context, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
+	id, err := deploymentID(in.DeploymentID)
 	if err != nil {
-		return AdvanceStepResult{}, err
+		return activityio.AdvanceStepResult{}, err
 	}
 	wake, deadline, stop := a.waitForResults(id, in.MaxWait)
 	defer stop()
@@ -46,10 +32,10 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 		p, started, err := schema.AdvanceStepStarting(ctx, a.DB, id, in.Position, in.Window)
 		var inputErr *schema.InputError
 		if errors.As(err, &inputErr) {
-			return AdvanceStepResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), InvalidSpec, nil)
+			return activityio.AdvanceStepResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), activityio.InvalidSpec, nil)
 		}
 		if err != nil {
-			return AdvanceStepResult{}, err
+			return activityio.AdvanceStepResult{}, err
 		}
 		if started {
 			a.Metrics.stepStarted(p.Total)
@@ -60,7 +46,7 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 		activity.RecordHeartbeat(ctx, p.Enqueued-p.Running)
 		select {
 		case <-ctx.Done():
-			return AdvanceStepResult{}, ctx.Err()
+			return activityio.AdvanceStepResult{}, ctx.Err()
 		case <-deadline.C:
 			return p, nil
 		case <-wake:
@@ -74,16 +60,10 @@ func (a *Activities) AdvanceStep(ctx context.Context, in AdvanceStepInput) (Adva
 	}
 }
 
-// SkipStepsInput names the first step of a deployment that will not run.
-type SkipStepsInput struct {
-	DeploymentID string `json:"deployment_id"`
-	From         int    `json:"from"`
-}
-
 // SkipSteps records every step from From on that never started as skipped, in one call
 // whatever their number.
-func (a *Activities) SkipSteps(ctx context.Context, in SkipStepsInput) error {
-	id, err := StepInput{DeploymentID: in.DeploymentID}.id()
+func (a *Activities) SkipSteps(ctx context.Context, in activityio.SkipStepsInput) error {
+	id, err := deploymentID(in.DeploymentID)
 	if err != nil {
 		return err
 	}

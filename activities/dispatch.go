@@ -2,52 +2,18 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/broker"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
-
-// ClaimBatchInput asks for up to Limit pending requests for a replica.
-type ClaimBatchInput struct {
-	ReplicaID string `json:"replica_id"`
-	Limit     int    `json:"limit"`
-}
-
-// MaxClaimBatch is the most requests one claim takes, whatever dispatch.batch_size
-// says: at this size the claim's result, the delivery's input and its result each stay
-// well under Temporal's 2 MB payload limit (see TestDispatchPayloadsAtMaxBatch).
-const MaxClaimBatch = 10000
-
-// ClaimBatchResult lists the requests won, by id and epoch, and how many were lost to
-// other replicas. Only the id and epoch of each request reach the workflow's history
-// (see MarshalJSON).
-type ClaimBatchResult struct {
-	Claimed []domain.ClaimedRequest `json:"claimed"`
-	Lost    int                     `json:"lost"`
-}
-
-// MarshalJSON encodes each claimed request as its id and epoch, all the workflow
-// reads: the target name (up to 128 bytes), priority, attempts and creation time would
-// more than double the payload of a full batch.
-func (r ClaimBatchResult) MarshalJSON() ([]byte, error) {
-	refs := make([]domain.ClaimRef, len(r.Claimed))
-	for i, c := range r.Claimed {
-		refs[i] = domain.ClaimRef{ID: c.ID, Epoch: c.Epoch}
-	}
-	return json.Marshal(struct {
-		Claimed []domain.ClaimRef `json:"claimed"`
-		Lost    int               `json:"lost"`
-	}{refs, r.Lost})
-}
 
 // claimKey names one claim, the same on every attempt of its activity: the dispatcher
 // run and the activity's id within it. A local activity's id is its sequence number in
@@ -67,15 +33,15 @@ const localClaimPrefix = "local-"
 // ClaimBatch claims pending dispatch requests for the replica (conditional UPDATE from
 // pending to processing with a new claim epoch). A retry of a claim whose first attempt
 // committed returns the rows that attempt claimed (schema.ClaimPendingFor).
-func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimBatchResult, error) {
+func (a *Activities) ClaimBatch(ctx context.Context, in activityio.ClaimBatchInput) (activityio.ClaimBatchResult, error) {
 	if in.ReplicaID == "" || in.Limit <= 0 {
-		return ClaimBatchResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), InvalidInput, nil)
+		return activityio.ClaimBatchResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("claim input: replica_id required and limit positive, got %q and %d", in.ReplicaID, in.Limit), activityio.InvalidInput, nil)
 	}
 	a.Wakes.ClaimStarted()
-	res, err := schema.ClaimPendingFor(ctx, a.DB, in.ReplicaID, claimKey(ctx), min(in.Limit, MaxClaimBatch))
+	res, err := schema.ClaimPendingFor(ctx, a.DB, in.ReplicaID, claimKey(ctx), min(in.Limit, activityio.MaxClaimBatch))
 	if err != nil {
-		return ClaimBatchResult{}, err
+		return activityio.ClaimBatchResult{}, err
 	}
 	a.Metrics.claimed(in.ReplicaID, len(res.Claimed), res.Lost)
 	if len(res.Claimed) > 0 {
@@ -84,14 +50,7 @@ func (a *Activities) ClaimBatch(ctx context.Context, in ClaimBatchInput) (ClaimB
 	if a.Hooks.AfterClaim != nil {
 		a.Hooks.AfterClaim(ctx)
 	}
-	return ClaimBatchResult{Claimed: res.Claimed, Lost: res.Lost}, nil
-}
-
-// DeliverBatchInput names the claimed requests to deliver with the epochs they were
-// claimed at.
-type DeliverBatchInput struct {
-	ReplicaID string            `json:"replica_id"`
-	Requests  []domain.ClaimRef `json:"requests"`
+	return activityio.ClaimBatchResult{Claimed: res.Claimed, Lost: res.Lost}, nil
 }
 
 // maxReportedOutcomes bounds the outcomes a delivery reports one by one; the counts
@@ -100,18 +59,6 @@ const maxReportedOutcomes = 100
 
 // maxOutcomeError bounds the error text of a reported outcome.
 const maxOutcomeError = 200
-
-// DeliverBatchResult counts the outcomes of a delivery and lists up to 100 of those
-// that were not dispatched (retried, failed, expired or stale), so that its size does
-// not grow with the batch.
-type DeliverBatchResult struct {
-	Outcomes   []domain.DeliveryOutcome `json:"outcomes"`
-	Dispatched int                      `json:"dispatched"`
-	Retried    int                      `json:"retried"`
-	Failed     int                      `json:"failed"`
-	Expired    int                      `json:"expired"`
-	Stale      int                      `json:"stale"`
-}
 
 // nudgeOf is the broker message for a written command.
 func nudgeOf(c domain.DispatchedCommand) broker.Nudge {
@@ -127,13 +74,13 @@ func nudgeOf(c domain.DispatchedCommand) broker.Nudge {
 // request's outcome, fenced by its epoch, in one transaction; then publishes the broker
 // nudges. A nudge that cannot be published is logged and left to Thorax's polling: the
 // row is the command, the nudge only makes it faster.
-func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (DeliverBatchResult, error) {
+func (a *Activities) DeliverBatch(ctx context.Context, in activityio.DeliverBatchInput) (activityio.DeliverBatchResult, error) {
 	if in.ReplicaID == "" {
-		return DeliverBatchResult{}, temporal.NewNonRetryableApplicationError("deliver input: replica_id required", InvalidInput, nil)
+		return activityio.DeliverBatchResult{}, temporal.NewNonRetryableApplicationError("deliver input: replica_id required", activityio.InvalidInput, nil)
 	}
 	outcomes, err := schema.DeliverClaimed(ctx, a.DB, in.ReplicaID, in.Requests, schema.DeliverOptions{HeartbeatTimeout: a.Dispatch.HeartbeatTimeout})
 	if err != nil {
-		return DeliverBatchResult{}, err
+		return activityio.DeliverBatchResult{}, err
 	}
 	var nudges []broker.Nudge
 	for _, o := range outcomes {
@@ -164,26 +111,12 @@ func (a *Activities) DeliverBatch(ctx context.Context, in DeliverBatchInput) (De
 	return res, nil
 }
 
-// MaintainDispatchQueueInput names the replica running the maintenance.
-type MaintainDispatchQueueInput struct {
-	ReplicaID string `json:"replica_id"`
-}
-
-// MaintainDispatchQueueResult lists what the maintenance changed.
-type MaintainDispatchQueueResult struct {
-	Reclaimed []domain.ReclaimedRequest `json:"reclaimed,omitempty"`
-	Expired   []uuid.UUID               `json:"expired,omitempty"`
-	Requeued  []domain.RedispatchResult `json:"requeued,omitempty"`
-	// Stranded are deployments failed because their workflow never started.
-	Stranded []uuid.UUID `json:"stranded,omitempty"`
-}
-
 // MaintainDispatchQueue reclaims orphans held in processing past the processing
 // timeout, expires requests older than domain.DispatchRequestTTL, and fails deliveries whose command no Thorax
 // claimed within the delivery timeout. Every replica runs it on its tick; it is
 // idempotent.
-func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispatchQueueInput) (MaintainDispatchQueueResult, error) {
-	var res MaintainDispatchQueueResult
+func (a *Activities) MaintainDispatchQueue(ctx context.Context, in activityio.MaintainDispatchQueueInput) (activityio.MaintainDispatchQueueResult, error) {
+	var res activityio.MaintainDispatchQueueResult
 	var errs []error
 	var err error
 	if res.Reclaimed, err = schema.ReclaimOrphans(ctx, a.DB, a.Dispatch.ProcessingTimeout); err != nil {
@@ -213,8 +146,8 @@ func (a *Activities) MaintainDispatchQueue(ctx context.Context, in MaintainDispa
 // summarizeDelivery counts outcomes and keeps up to maxReportedOutcomes of those not
 // dispatched, with their error text bounded: the history gets what explains a batch, not
 // one entry per request.
-func summarizeDelivery(outcomes []domain.DeliveryOutcome) DeliverBatchResult {
-	var res DeliverBatchResult
+func summarizeDelivery(outcomes []domain.DeliveryOutcome) activityio.DeliverBatchResult {
+	var res activityio.DeliverBatchResult
 	for _, o := range outcomes {
 		switch o.Outcome {
 		case domain.OutcomeDispatched:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
@@ -28,9 +29,9 @@ func payloadSize(t *testing.T, v any) int {
 func TestDispatchPayloadsAtMaxBatch(t *testing.T) {
 	longName := strings.Repeat("t", 128)
 	longError := strings.Repeat("é", 4000)
-	claimed := make([]domain.ClaimedRequest, MaxClaimBatch)
-	refs := make([]domain.ClaimRef, MaxClaimBatch)
-	outcomes := make([]domain.DeliveryOutcome, MaxClaimBatch)
+	claimed := make([]domain.ClaimedRequest, activityio.MaxClaimBatch)
+	refs := make([]domain.ClaimRef, activityio.MaxClaimBatch)
+	outcomes := make([]domain.DeliveryOutcome, activityio.MaxClaimBatch)
 	now := time.Now()
 	for i := range claimed {
 		id := uuid.Must(uuid.NewV7())
@@ -45,23 +46,23 @@ func TestDispatchPayloadsAtMaxBatch(t *testing.T) {
 			Queued: time.Hour, Command: &domain.DispatchedCommand{ID: cmd, Target: longName, Mode: "listen", Priority: "normal", AssignedInstanceID: &cmd}}
 	}
 
-	claim := payloadSize(t, ClaimBatchResult{Claimed: claimed, Lost: 3})
-	deliverIn := payloadSize(t, DeliverBatchInput{ReplicaID: longName, Requests: refs})
+	claim := payloadSize(t, activityio.ClaimBatchResult{Claimed: claimed, Lost: 3})
+	deliverIn := payloadSize(t, activityio.DeliverBatchInput{ReplicaID: longName, Requests: refs})
 	delivered := summarizeDelivery(outcomes)
 	deliverOut := payloadSize(t, delivered)
 	t.Logf("payloads at batch_size %d: claim result %d B, deliver input %d B, deliver result %d B (limit %d B)",
-		MaxClaimBatch, claim, deliverIn, deliverOut, temporalPayloadLimit)
+		activityio.MaxClaimBatch, claim, deliverIn, deliverOut, temporalPayloadLimit)
 	for name, size := range map[string]int{"claim result": claim, "deliver input": deliverIn, "deliver result": deliverOut} {
 		require.Less(t, size, temporalPayloadLimit/2, name)
 	}
-	require.Equal(t, MaxClaimBatch/2, delivered.Dispatched, "the counts cover every request")
-	require.Equal(t, MaxClaimBatch/2, delivered.Retried)
+	require.Equal(t, activityio.MaxClaimBatch/2, delivered.Dispatched, "the counts cover every request")
+	require.Equal(t, activityio.MaxClaimBatch/2, delivered.Retried)
 	require.Len(t, delivered.Outcomes, maxReportedOutcomes)
 
 	// What the workflow reads of a claim survives the trip: id and epoch.
-	p, err := converter.GetDefaultDataConverter().ToPayload(ClaimBatchResult{Claimed: claimed[:2], Lost: 3})
+	p, err := converter.GetDefaultDataConverter().ToPayload(activityio.ClaimBatchResult{Claimed: claimed[:2], Lost: 3})
 	require.NoError(t, err)
-	var back ClaimBatchResult
+	var back activityio.ClaimBatchResult
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &back))
 	require.Equal(t, 3, back.Lost)
 	require.Equal(t, []domain.ClaimedRequest{{ID: claimed[0].ID, Epoch: claimed[0].Epoch}, {ID: claimed[1].ID, Epoch: claimed[1].Epoch}}, back.Claimed)

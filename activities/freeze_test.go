@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
@@ -36,7 +37,7 @@ func TestStartDeploymentRefusesFrozenTargets(t *testing.T) {
 	env.RegisterActivity(&activities.Activities{DB: pool})
 	var a *activities.Activities
 	start := func(workflowID, target string) error {
-		_, err := env.ExecuteActivity(a.StartDeployment, activities.StartDeploymentInput{WorkflowID: workflowID,
+		_, err := env.ExecuteActivity(a.StartDeployment, activityio.StartDeploymentInput{WorkflowID: workflowID,
 			Spec: spec.Deployment{Name: "d", Targets: []string{target}, Steps: []spec.Step{{Name: "s", Command: "true"}}}})
 		return err
 	}
@@ -46,7 +47,7 @@ func TestStartDeploymentRefusesFrozenTargets(t *testing.T) {
 	require.Equal(t, activities.Frozen, appErr.Type())
 	require.True(t, appErr.NonRetryable())
 	require.Contains(t, appErr.Error(), `"prod-freeze" (quarter close)`)
-	id, err := activities.DeploymentIDFor("frozen-by-hand", spec.Deployment{})
+	id, err := activityio.DeploymentIDFor("frozen-by-hand", spec.Deployment{})
 	require.NoError(t, err)
 	d, err := schema.GetDeployment(ctx, pool, id)
 	require.NoError(t, err)

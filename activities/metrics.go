@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -77,7 +78,7 @@ func (m *Metrics) dispatched(queued time.Duration) {
 	m.enqueueDispatch.Observe(queued.Seconds())
 }
 
-func (m *Metrics) delivered(r DeliverBatchResult) {
+func (m *Metrics) delivered(r activityio.DeliverBatchResult) {
 	if m == nil {
 		return
 	}
@@ -90,7 +91,7 @@ func (m *Metrics) delivered(r DeliverBatchResult) {
 	m.expiries.Add(float64(r.Expired))
 }
 
-func (m *Metrics) maintained(r MaintainDispatchQueueResult) {
+func (m *Metrics) maintained(r activityio.MaintainDispatchQueueResult) {
 	if m == nil {
 		return
 	}

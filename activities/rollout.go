@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -34,17 +35,11 @@ func (a *Activities) resolveVerifyHosts(ctx context.Context, s spec.Deployment) 
 	return nil
 }
 
-// TouchedTargetsInput names a deployment and how many steps its spec has.
-type TouchedTargetsInput struct {
-	DeploymentID string `json:"deployment_id"`
-	Steps        int    `json:"steps"`
-}
-
 // TouchedTargets counts the targets the deployment's steps (positions below Steps)
 // reached: a prefix of its targets in order, since every step starts them in that
 // order. Its rollback steps run on that prefix.
-func (a *Activities) TouchedTargets(ctx context.Context, in TouchedTargetsInput) (int, error) {
-	id, err := StepInput{DeploymentID: in.DeploymentID}.id()
+func (a *Activities) TouchedTargets(ctx context.Context, in activityio.TouchedTargetsInput) (int, error) {
+	id, err := deploymentID(in.DeploymentID)
 	if err != nil {
 		return 0, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -51,7 +52,7 @@ func TestMaintenanceFailsDeploymentsWhoseWorkflowNeverStarted(t *testing.T) {
 	a := &activities.Activities{DB: pool, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Metrics: activities.NewMetrics(prometheus.NewRegistry(), pool), Deployments: known}
 
-	res, err := a.MaintainDispatchQueue(ctx, activities.MaintainDispatchQueueInput{ReplicaID: "r"})
+	res, err := a.MaintainDispatchQueue(ctx, activityio.MaintainDispatchQueueInput{ReplicaID: "r"})
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{stranded}, res.Stranded)
 	require.ElementsMatch(t, []uuid.UUID{stranded, queued}, known.asked, "only deployments pending past the age are looked up")
@@ -69,7 +70,7 @@ func TestMaintenanceFailsDeploymentsWhoseWorkflowNeverStarted(t *testing.T) {
 		require.Equal(t, domain.DeploymentPending, view.Status)
 	}
 
-	res, err = a.MaintainDispatchQueue(ctx, activities.MaintainDispatchQueueInput{ReplicaID: "r"})
+	res, err = a.MaintainDispatchQueue(ctx, activityio.MaintainDispatchQueueInput{ReplicaID: "r"})
 	require.NoError(t, err)
 	require.Empty(t, res.Stranded, "a failed deployment is failed once")
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/backoff"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -69,7 +70,7 @@ func StartDeploymentWorker(c client.Client, queue string, acts *activities.Activ
 // DeclareTopology runs the topology declaration as a workflow on the replica's task
 // queue and waits for it: Mandible declares the topology on every start, before it
 // serves.
-func DeclareTopology(ctx context.Context, c client.Client, replica string) (activities.DeclareTopologyResult, error) {
+func DeclareTopology(ctx context.Context, c client.Client, replica string) (activityio.DeclareTopologyResult, error) {
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       workflows.TopologyWorkflowID(replica),
 		TaskQueue:                workflows.ReplicaTaskQueue(replica),
@@ -80,9 +81,9 @@ func DeclareTopology(ctx context.Context, c client.Client, replica string) (acti
 		StaticSummary:            "RabbitMQ topology declaration at start-up of replica " + replica,
 	}, workflows.TopologyWorkflowType)
 	if err != nil {
-		return activities.DeclareTopologyResult{}, fmt.Errorf("starting topology declaration: %w", err)
+		return activityio.DeclareTopologyResult{}, fmt.Errorf("starting topology declaration: %w", err)
 	}
-	var res activities.DeclareTopologyResult
+	var res activityio.DeclareTopologyResult
 	if err := run.Get(ctx, &res); err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) {

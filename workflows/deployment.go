@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
@@ -97,6 +97,6 @@ func deploymentRetry() *temporal.RetryPolicy {
 		InitialInterval:        time.Second,
 		BackoffCoefficient:     2,
 		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: []string{activities.InvalidSpec},
+		NonRetryableErrorTypes: []string{activityio.InvalidSpec},
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
@@ -221,12 +221,11 @@ func (d *deciding) decide(ctx workflow.Context, decision string, in DecisionInpu
 // record stores a decision through the RecordDecision activity; updateID keeps a
 // retried call from recording it twice.
 func (d *deciding) record(ctx workflow.Context, rec api.Decision, updateID string) (api.Decision, error) {
-	var a *activities.Activities
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry(),
 		Summary: fmt.Sprintf("record %s by %s", rec.Decision, rec.By)})
 	var stored api.Decision
-	err := workflow.ExecuteActivity(actx, a.RecordDecision, activities.RecordDecisionInput{
+	err := workflow.ExecuteActivity(actx, activityio.RecordDecision, activityio.RecordDecisionInput{
 		DeploymentID: d.p.DeploymentID, Decision: rec.Decision, By: rec.By, Comment: rec.Comment, Step: rec.Step,
 		At: rec.At, UpdateID: updateID,
 	}).Get(ctx, &stored)

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
@@ -49,7 +50,7 @@ func setupDecisions(t *testing.T) *decisionTest {
 	wt.env.OnActivity(a.SetWaiting, mock.Anything, mock.Anything).Return(nil)
 	wt.env.OnActivity(a.RetryStep, mock.Anything, mock.Anything).Return(1, nil)
 	wt.env.OnActivity(a.RecordDecision, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.RecordDecisionInput) (api.Decision, error) {
+		func(_ context.Context, in activityio.RecordDecisionInput) (api.Decision, error) {
 			return api.Decision{Decision: in.Decision, By: in.By, At: in.At, Step: in.Step, Comment: in.Comment}, nil
 		})
 	return &decisionTest{windowTest: wt, results: map[string]updateResult{}}
@@ -88,11 +89,11 @@ func TestApprovalStepApprovedRunsTheNextStep(t *testing.T) {
 	require.NoError(t, dt.results["u1"].err)
 	require.Equal(t, "alice", dt.results["u1"].decision.By)
 	require.Equal(t, []int{1}, advancedPositions(t, dt.rec), "the approval runs no command; the next step runs after it")
-	waits := inputsOf[activities.SetWaitingInput](t, dt.rec, setWaitingActivity)
+	waits := inputsOf[activityio.SetWaitingInput](t, dt.rec, setWaitingActivity)
 	require.Equal(t, events.WaitApproval, waits[0].Waiting.Kind)
 	require.Equal(t, []string{"alice"}, waits[0].Waiting.Approvers)
 	require.Equal(t, testStart.Add(spec.DefaultApprovalTimeout), *waits[0].Waiting.Deadline)
-	recs := inputsOf[activities.RecordDecisionInput](t, dt.rec, recordDecisionActivity)
+	recs := inputsOf[activityio.RecordDecisionInput](t, dt.rec, recordDecisionActivity)
 	require.Len(t, recs, 1)
 	require.Equal(t, testStart.Add(time.Minute), recs[0].At, "the decision is recorded with when")
 	require.Equal(t, "u1", recs[0].UpdateID)
@@ -106,7 +107,7 @@ func TestApprovalStepRejectedFailsTheDeployment(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, domain.DeploymentFailed, res.Status)
 	require.Empty(t, dt.rec.of(advanceActivity), "nothing runs after a rejection")
-	finish := inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)[0]
+	finish := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)[0]
 	require.Contains(t, finish.Reason, "step go-ahead was rejected by bob: from u1")
 }
 
@@ -120,7 +121,7 @@ func TestApprovalStepTimesOut(t *testing.T) {
 			dt := setupDecisions(t)
 			res, _ := dt.run(DeploymentInput{Deployment: approvalSpec(nil, "2h", c.onTimeout)})
 			require.Equal(t, c.status, res.Status)
-			recs := inputsOf[activities.RecordDecisionInput](t, dt.rec, recordDecisionActivity)
+			recs := inputsOf[activityio.RecordDecisionInput](t, dt.rec, recordDecisionActivity)
 			require.Len(t, recs, 1)
 			require.Equal(t, api.TimeoutDecider, recs[0].By)
 			require.Equal(t, testStart.Add(2*time.Hour), recs[0].At, "decided when the timeout passed")
@@ -150,7 +151,7 @@ func TestDecisionValidatorRefusesNonApproverAndUnexpectedDecisions(t *testing.T)
 	requireRefused(t, dt.results["resume"].err, DecisionNotExpected, "not paused")
 	requireRefused(t, dt.results["empty"].err, DecisionInvalid, "by:")
 	require.NoError(t, dt.results["alice"].err)
-	recs := inputsOf[activities.RecordDecisionInput](t, dt.rec, recordDecisionActivity)
+	recs := inputsOf[activityio.RecordDecisionInput](t, dt.rec, recordDecisionActivity)
 	require.Len(t, recs, 1, "a refused Update records nothing")
 	require.Equal(t, events.WaitApproval, during.Waiting.Kind, "the progress query shows the wait")
 }
@@ -173,7 +174,7 @@ func askingSpec() spec.Deployment {
 
 // failOnceThenSucceed answers step 0's first call with one failed target, every
 // other call with the step succeeded.
-func failOnceThenSucceed(_ context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+func failOnceThenSucceed(_ context.Context, n int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 	if n == 0 {
 		return domain.StepProgress{Total: 3, Enqueued: 3, Succeeded: 2, Failed: 1, Done: true, Status: domain.StepFailed,
 			FailedTargets: []domain.TargetResult{{Target: "web-2", Status: domain.CommandFailed}}}, nil
@@ -190,9 +191,9 @@ func TestFailedStepThatAsksIsRetried(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, domain.DeploymentSucceeded, res.Status)
 	require.Equal(t, []int{0, 0, 1}, advancedPositions(t, dt.rec), "the step runs again, then the next")
-	retries := inputsOf[activities.RetryStepInput](t, dt.rec, retryStepActivity)
-	require.Equal(t, []activities.RetryStepInput{{StepInput: activities.StepInput{DeploymentID: testDeploymentID, Position: 0}, Round: 1}}, retries)
-	waits := inputsOf[activities.SetWaitingInput](t, dt.rec, setWaitingActivity)
+	retries := inputsOf[activityio.RetryStepInput](t, dt.rec, retryStepActivity)
+	require.Equal(t, []activityio.RetryStepInput{{StepInput: activityio.StepInput{DeploymentID: testDeploymentID, Position: 0}, Round: 1}}, retries)
+	waits := inputsOf[activityio.SetWaitingInput](t, dt.rec, setWaitingActivity)
 	require.Equal(t, events.WaitOnFailure, waits[0].Waiting.Kind)
 	require.Equal(t, "step-0", waits[0].Waiting.Step)
 }
@@ -219,7 +220,7 @@ func TestFailedStepThatAsksIsAborted(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, domain.DeploymentFailed, res.Status)
 	require.Equal(t, []int{0}, advancedPositions(t, dt.rec))
-	finish := inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)[0]
+	finish := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)[0]
 	require.Contains(t, finish.Reason, "alice aborted the deployment: from u1")
 }
 
@@ -228,7 +229,7 @@ func TestFailedStepThatAsksIsAborted(t *testing.T) {
 func TestPauseHoldsAcrossContinueAsNewUntilResume(t *testing.T) {
 	t.Parallel()
 	dt := setupDecisions(t)
-	dt.advance = func(_ context.Context, n int, _ activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	dt.advance = func(_ context.Context, n int, _ activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		if n == 1 { // step 0 is running when the pause comes
 			dt.decideAt(0, "pause", api.DecisionPause, "alice")
 		}
@@ -250,17 +251,17 @@ func TestPauseHoldsAcrossContinueAsNewUntilResume(t *testing.T) {
 	require.NoError(t, dt2.results["resume"].err)
 	var step1 time.Duration
 	for _, s := range dt2.rec.of(advanceActivity) {
-		if s.Input.(activities.AdvanceStepInput).Position == 1 {
+		if s.Input.(activityio.AdvanceStepInput).Position == 1 {
 			step1 = s.At
 			break
 		}
 	}
 	require.Equal(t, time.Hour, step1, "step 1 starts only when resumed")
-	waits := inputsOf[activities.SetWaitingInput](t, dt2.rec, setWaitingActivity)
+	waits := inputsOf[activityio.SetWaitingInput](t, dt2.rec, setWaitingActivity)
 	require.Equal(t, events.WaitPaused, waits[0].Waiting.Kind)
 	require.Equal(t, 1, waits[0].Waiting.StepPosition, "paused between steps, before step 1")
 	require.Nil(t, waits[len(waits)-1].Waiting, "the wait is cleared at the end")
-	recs := inputsOf[activities.RecordDecisionInput](t, dt2.rec, recordDecisionActivity)
+	recs := inputsOf[activityio.RecordDecisionInput](t, dt2.rec, recordDecisionActivity)
 	require.Equal(t, api.DecisionResume, recs[0].Decision)
 	require.True(t, strings.HasPrefix(recs[0].Comment, "from resume"))
 }

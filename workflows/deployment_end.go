@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
@@ -46,9 +46,8 @@ func stopsDeployment(step spec.Step, sr StepResult) (bool, string) {
 
 // cancelDeploymentWork stops what an interrupted step left outstanding.
 func cancelDeploymentWork(endCtx workflow.Context, deploymentID string) {
-	var a *activities.Activities
 	var n int
-	if err := workflow.ExecuteActivity(endCtx, a.CancelDeploymentWork, deploymentID).Get(endCtx, &n); err != nil {
+	if err := workflow.ExecuteActivity(endCtx, activityio.CancelDeploymentWork, deploymentID).Get(endCtx, &n); err != nil {
 		workflow.GetLogger(endCtx).Error("cancelling deployment work failed", "err", err)
 	}
 }
@@ -56,13 +55,12 @@ func cancelDeploymentWork(endCtx workflow.Context, deploymentID string) {
 // finishInterruptedStep records the end of the step at pos that an error or a cancel
 // interrupted, and returns its summary with that end.
 func finishInterruptedStep(endCtx workflow.Context, deploymentID string, pos int, sr StepResult, deploymentStatus string) StepResult {
-	var a *activities.Activities
 	sr.Status = domain.StepFailed
 	if deploymentStatus == domain.DeploymentCancelled {
 		sr.Status = domain.StepCancelled
 	}
-	if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-		StepInput: activities.StepInput{DeploymentID: deploymentID, Position: pos}, Status: sr.Status,
+	if err := workflow.ExecuteActivity(endCtx, activityio.FinishStep, activityio.FinishStepInput{
+		StepInput: activityio.StepInput{DeploymentID: deploymentID, Position: pos}, Status: sr.Status,
 		Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(endCtx, nil); err != nil {
 		workflow.GetLogger(endCtx).Error("finishing interrupted step failed", "step", sr.Name, "err", err)
 	}
@@ -73,9 +71,8 @@ func finishInterruptedStep(endCtx workflow.Context, deploymentID string, pos int
 // no error when it succeeded, a cancelled error when it was cancelled, and a
 // non-retryable DeploymentFailed error carrying the result otherwise.
 func finishDeployment(endCtx workflow.Context, result DeploymentResult, status, reason string) (DeploymentResult, error) {
-	var a *activities.Activities
 	var final string
-	if err := workflow.ExecuteActivity(endCtx, a.FinishDeployment, activities.FinishDeploymentInput{
+	if err := workflow.ExecuteActivity(endCtx, activityio.FinishDeployment, activityio.FinishDeploymentInput{
 		DeploymentID: result.DeploymentID, Status: status, Reason: reason}).Get(endCtx, &final); err != nil {
 		return result, err
 	}
@@ -90,6 +87,6 @@ func finishDeployment(endCtx workflow.Context, result DeploymentResult, status, 
 		if reason == "" {
 			reason = "the deployment failed"
 		}
-		return result, temporal.NewNonRetryableApplicationError(reason, activities.DeploymentFailed, nil, result)
+		return result, temporal.NewNonRetryableApplicationError(reason, activityio.DeploymentFailed, nil, result)
 	}
 }

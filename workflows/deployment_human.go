@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
@@ -63,25 +63,23 @@ func (d *deciding) runStep(ctx workflow.Context, step spec.Step, budget *runBudg
 
 // retry sets the failed step running again on its failed targets as the next round.
 func (d *deciding) retry(ctx workflow.Context, step spec.Step) error {
-	var a *activities.Activities
 	d.p.Round++
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry(),
 		Summary: fmt.Sprintf("retry step %d %s on its failed targets (round %d)", d.p.Step, step.Name, d.p.Round)})
 	var n int
-	return workflow.ExecuteActivity(actx, a.RetryStep, activities.RetryStepInput{
-		StepInput: activities.StepInput{DeploymentID: d.p.DeploymentID, Position: d.p.Step}, Round: d.p.Round,
+	return workflow.ExecuteActivity(actx, activityio.RetryStep, activityio.RetryStepInput{
+		StepInput: activityio.StepInput{DeploymentID: d.p.DeploymentID, Position: d.p.Step}, Round: d.p.Round,
 	}).Get(ctx, &n)
 }
 
 // runApproval waits for an approval step's decision, or its timeout, and records the
 // step's end: succeeded when approved, failed (stopping the deployment) when rejected.
 func (d *deciding) runApproval(ctx workflow.Context, step spec.Step) (StepResult, stepEnd, error) {
-	var a *activities.Activities
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()})
-	in := activities.StepInput{DeploymentID: d.p.DeploymentID, Position: d.p.Step}
+	in := activityio.StepInput{DeploymentID: d.p.DeploymentID, Position: d.p.Step}
 	sr := StepResult{Name: step.Name, Status: domain.StepFailed}
-	if err := workflow.ExecuteActivity(actx, a.StartStep, activities.StartStepInput{StepInput: in}).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, activityio.StartStep, activityio.StartStepInput{StepInput: in}).Get(ctx, nil); err != nil {
 		return sr, stepEnd{}, err
 	}
 	deadline := workflow.Now(ctx).UTC().Add(step.ApprovalTimeout())
@@ -95,7 +93,7 @@ func (d *deciding) runApproval(ctx workflow.Context, step spec.Step) (StepResult
 	} else {
 		end = stepEnd{stop: true, reason: fmt.Sprintf("step %s was rejected by %s%s", step.Name, got.By, commentSuffix(got.Comment))}
 	}
-	err = workflow.ExecuteActivity(actx, a.FinishStep, activities.FinishStepInput{StepInput: in, Status: sr.Status}).Get(ctx, nil)
+	err = workflow.ExecuteActivity(actx, activityio.FinishStep, activityio.FinishStepInput{StepInput: in, Status: sr.Status}).Get(ctx, nil)
 	return sr, end, err
 }
 
@@ -143,8 +141,7 @@ func (d *deciding) awaitResume(ctx workflow.Context) error {
 // setWaiting records what the deployment waits for (nil: nothing) for the API's view
 // and a deployment.waiting event.
 func (d *deciding) setWaiting(ctx workflow.Context, w *Wait) error {
-	var a *activities.Activities
-	in := activities.SetWaitingInput{DeploymentID: d.p.DeploymentID}
+	in := activityio.SetWaitingInput{DeploymentID: d.p.DeploymentID}
 	if w != nil {
 		d.waited = true
 		in.Waiting = &events.WaitingData{Kind: w.Kind, StepPosition: w.Step, Approvers: w.Approvers, Since: w.Since, Deadline: w.Deadline}
@@ -153,7 +150,7 @@ func (d *deciding) setWaiting(ctx workflow.Context, w *Wait) error {
 		}
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()})
-	return workflow.ExecuteActivity(actx, a.SetWaiting, in).Get(ctx, nil)
+	return workflow.ExecuteActivity(actx, activityio.SetWaiting, in).Get(ctx, nil)
 }
 
 // commentSuffix is a decision's comment as the end of a reason.

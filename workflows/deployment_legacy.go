@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
@@ -21,7 +21,6 @@ const awaitMaxWait = 30 * time.Second
 // continue_on_error. Cancelling the workflow cancels what has not finished and ends the
 // deployment cancelled.
 func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResult, error) {
-	var a *activities.Activities
 	retry := deploymentRetry()
 	short := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry})
 
@@ -31,9 +30,9 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 	startCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(short, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: retry,
 		Summary: fmt.Sprintf("record deployment %s and resolve its targets", s.Name)}))
-	var started activities.StartDeploymentResult
-	if err := workflow.ExecuteActivity(startCtx, a.StartDeployment,
-		activities.StartDeploymentInput{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Spec: in},
+	var started activityio.StartDeploymentResult
+	if err := workflow.ExecuteActivity(startCtx, activityio.StartDeployment,
+		activityio.StartDeploymentInput{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Spec: in},
 	).Get(startCtx, &started); err != nil {
 		return DeploymentResult{}, err
 	}
@@ -53,8 +52,8 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 	// Steps that never ran are skipped.
 	for i := len(result.Steps); i < len(s.Steps); i++ {
 		result.Steps = append(result.Steps, StepResult{Name: s.Steps[i].Name, Status: domain.StepSkipped, Skipped: len(started.Targets)})
-		if err := workflow.ExecuteActivity(endCtx, a.FinishStep, activities.FinishStepInput{
-			StepInput: activities.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: domain.StepSkipped,
+		if err := workflow.ExecuteActivity(endCtx, activityio.FinishStep, activityio.FinishStepInput{
+			StepInput: activityio.StepInput{DeploymentID: started.DeploymentID, Position: i}, Status: domain.StepSkipped,
 			Skipped: len(started.Targets)}).Get(endCtx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("skipping step failed", "step", s.Steps[i].Name, "err", err)
 		}
@@ -65,7 +64,7 @@ func legacyDeployment(ctx workflow.Context, in spec.Deployment) (DeploymentResul
 // legacyRunSteps runs the deployment's steps in order, appending each step's summary to
 // result, until one stops the deployment or the workflow is cancelled. It returns the
 // deployment's status and reason, and the error that interrupted a step, if any.
-func legacyRunSteps(ctx workflow.Context, started activities.StartDeploymentResult, s spec.Deployment, result *DeploymentResult) (status, reason string, stepErr error) {
+func legacyRunSteps(ctx workflow.Context, started activityio.StartDeploymentResult, s spec.Deployment, result *DeploymentResult) (status, reason string, stepErr error) {
 	for i, step := range s.Steps {
 		if ctx.Err() != nil {
 			return domain.DeploymentCancelled, cancelledReason, nil
@@ -87,17 +86,16 @@ func legacyRunSteps(ctx workflow.Context, started activities.StartDeploymentResu
 // its summary, shipping the waited-for targets to every AwaitStepResults call. A failure
 // on some target does not stop the targets already running, but no further ones start
 // unless the step continues on error.
-func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s spec.Deployment, pos int, step spec.Step) (StepResult, error) {
-	var a *activities.Activities
+func legacyRunStep(ctx workflow.Context, d activityio.StartDeploymentResult, s spec.Deployment, pos int, step spec.Step) (StepResult, error) {
 	sr := StepResult{Name: step.Name}
 	retry := deploymentRetry()
 	opts := func(summary string) workflow.Context {
 		return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: retry, Summary: summary})
 	}
-	stepIn := activities.StepInput{DeploymentID: d.DeploymentID, Position: pos}
+	stepIn := activityio.StepInput{DeploymentID: d.DeploymentID, Position: pos}
 	targets := d.Targets
 	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("start step %d %s on %d targets", pos, step.Name, len(targets))),
-		a.StartStep, activities.StartStepInput{StepInput: stepIn, Targets: len(targets)}).Get(ctx, nil); err != nil {
+		activityio.StartStep, activityio.StartStepInput{StepInput: stepIn, Targets: len(targets)}).Get(ctx, nil); err != nil {
 		sr.Skipped = len(targets)
 		return sr, err
 	}
@@ -117,7 +115,7 @@ func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s s
 			waiting[t] = true
 		}
 		return workflow.ExecuteActivity(opts(fmt.Sprintf("enqueue step %s for %d targets", step.Name, len(batch))),
-			a.EnqueueStepTargets, activities.EnqueueStepTargetsInput{StepInput: stepIn, Priority: s.Priority, Step: step, Targets: batch}).Get(ctx, nil)
+			activityio.EnqueueStepTargets, activityio.EnqueueStepTargetsInput{StepInput: stepIn, Priority: s.Priority, Step: step, Targets: batch}).Get(ctx, nil)
 	}
 	if err := enqueue(window); err != nil {
 		sr.Skipped = len(targets) - next
@@ -125,12 +123,12 @@ func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s s
 	}
 	for len(waiting) > 0 {
 		names := inTargetOrder(targets, waiting)
-		var got activities.AwaitStepResultsResult
+		var got activityio.AwaitStepResultsResult
 		awaitCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: awaitMaxWait + 30*time.Second, HeartbeatTimeout: 10 * time.Second, RetryPolicy: retry,
 			Summary: fmt.Sprintf("await step %s: %d of %d targets running", step.Name, len(names), len(targets)),
 		})
-		if err := workflow.ExecuteActivity(awaitCtx, a.AwaitStepResults, activities.AwaitStepResultsInput{
+		if err := workflow.ExecuteActivity(awaitCtx, activityio.AwaitStepResults, activityio.AwaitStepResultsInput{
 			StepInput: stepIn, Waiting: names, MaxWait: awaitMaxWait}).Get(ctx, &got); err != nil {
 			sr.Skipped = len(targets) - next
 			return sr, err
@@ -148,7 +146,7 @@ func legacyRunStep(ctx workflow.Context, d activities.StartDeploymentResult, s s
 	if sr.Failed > 0 {
 		sr.Status = domain.StepFailed
 	}
-	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("finish step %s: %s", step.Name, sr.Status)), a.FinishStep, activities.FinishStepInput{
+	if err := workflow.ExecuteActivity(opts(fmt.Sprintf("finish step %s: %s", step.Name, sr.Status)), activityio.FinishStep, activityio.FinishStepInput{
 		StepInput: stepIn, Status: sr.Status, Succeeded: sr.Succeeded, Failed: sr.Failed, Skipped: sr.Skipped}).Get(ctx, nil); err != nil {
 		return sr, err
 	}

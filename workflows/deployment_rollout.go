@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
@@ -222,10 +222,9 @@ func failedTargetWhy(t domain.TargetResult) string {
 // summaries and reason with how the rollback went; a failed rollback is said loudly
 // and never rolls back again.
 func (d *deciding) rollBack(ctx workflow.Context, reason string) ([]StepResult, string) {
-	var a *activities.Activities
 	actx := withShortActivity(ctx)
 	var touched int
-	if err := workflow.ExecuteActivity(actx, a.TouchedTargets, activities.TouchedTargetsInput{
+	if err := workflow.ExecuteActivity(actx, activityio.TouchedTargets, activityio.TouchedTargetsInput{
 		DeploymentID: d.p.DeploymentID, Steps: len(d.spec.Steps)}).Get(ctx, &touched); err != nil {
 		return nil, reason + "; ROLLBACK NOT RUN: counting the targets it touched failed: " + err.Error()
 	}

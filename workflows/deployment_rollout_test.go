@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
@@ -19,7 +19,7 @@ func budgetRun(t *testing.T, onExceeded string) (*windowTest, error) {
 	t.Helper()
 	wt := setupWindow(t)
 	wt.targets = 4
-	wt.advance = func(_ context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	wt.advance = func(_ context.Context, n int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		if n == 0 {
 			return domain.StepProgress{Total: 4, Enqueued: 2, Failed: 1, Running: 1, Skipped: 2}, nil
 		}
@@ -41,7 +41,7 @@ func TestExceededBudgetCancelsOrFinishesWhatRuns(t *testing.T) {
 		wt, err := budgetRun(t, mode)
 		require.ErrorContains(t, err, "failure budget exceeded: 1 target failures across the deployment", "mode %q", mode)
 		require.Len(t, wt.rec.of("CancelDeploymentWork"), cancels, "mode %q", mode)
-		for _, in := range inputsOf[activities.AdvanceStepInput](t, wt.rec, advanceActivity) {
+		for _, in := range inputsOf[activityio.AdvanceStepInput](t, wt.rec, advanceActivity) {
 			require.Equal(t, 2, in.Window.BatchEnd, "mode %q: only the first batch ever starts", mode)
 			require.NotNil(t, in.Window.FailureRoom)
 			require.Zero(t, *in.Window.FailureRoom)

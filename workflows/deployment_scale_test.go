@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -40,18 +40,18 @@ type scaleStandIn struct {
 	calls map[int]int
 }
 
-func (s *scaleStandIn) StartDeployment(_ context.Context, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
-	id, err := activities.DeploymentIDFor(in.WorkflowID, in.Spec)
+func (s *scaleStandIn) StartDeployment(_ context.Context, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
+	id, err := activityio.DeploymentIDFor(in.WorkflowID, in.Spec)
 	if err != nil {
-		return activities.StartDeploymentResult{}, err
+		return activityio.StartDeploymentResult{}, err
 	}
 	if !in.CountOnly {
-		return activities.StartDeploymentResult{}, fmt.Errorf("the target names were asked for")
+		return activityio.StartDeploymentResult{}, fmt.Errorf("the target names were asked for")
 	}
-	return activities.StartDeploymentResult{DeploymentID: id.String(), TargetCount: s.targets}, nil
+	return activityio.StartDeploymentResult{DeploymentID: id.String(), TargetCount: s.targets}, nil
 }
 
-func (s *scaleStandIn) AdvanceStep(_ context.Context, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+func (s *scaleStandIn) AdvanceStep(_ context.Context, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 	s.mu.Lock()
 	s.calls[in.Position]++
 	n := s.calls[in.Position]
@@ -68,11 +68,11 @@ func (s *scaleStandIn) AdvanceStep(_ context.Context, in activities.AdvanceStepI
 	return domain.StepProgress{Total: s.targets, Enqueued: enqueued, Succeeded: ended, Running: enqueued - ended, Skipped: s.targets - enqueued}, nil
 }
 
-func (s *scaleStandIn) FinishStep(context.Context, activities.FinishStepInput) error { return nil }
+func (s *scaleStandIn) FinishStep(context.Context, activityio.FinishStepInput) error { return nil }
 
-func (s *scaleStandIn) SkipSteps(context.Context, activities.SkipStepsInput) error { return nil }
+func (s *scaleStandIn) SkipSteps(context.Context, activityio.SkipStepsInput) error { return nil }
 
-func (s *scaleStandIn) FinishDeployment(_ context.Context, in activities.FinishDeploymentInput) (string, error) {
+func (s *scaleStandIn) FinishDeployment(_ context.Context, in activityio.FinishDeploymentInput) (string, error) {
 	return in.Status, nil
 }
 

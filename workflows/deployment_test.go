@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
@@ -60,14 +61,14 @@ type deploymentTest struct {
 	// targets are the resolved targets StartDeployment answers with.
 	targets []string
 	// start answers the nth StartDeployment attempt (from 0).
-	start func(n int, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error)
+	start func(n int, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error)
 	// await answers each AwaitStepResults call; by default every waited-for target
 	// succeeded.
-	await func(ctx context.Context, in activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error)
+	await func(ctx context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error)
 	// finish answers FinishDeployment; by default with the status asked for.
-	finish func(in activities.FinishDeploymentInput) (string, error)
+	finish func(in activityio.FinishDeploymentInput) (string, error)
 	// enqueue answers EnqueueStepTargets; by default it succeeds.
-	enqueue func(in activities.EnqueueStepTargetsInput) error
+	enqueue func(in activityio.EnqueueStepTargetsInput) error
 
 	mu      sync.Mutex
 	upserts []upsert
@@ -90,13 +91,13 @@ func setupDeployment(t *testing.T) *deploymentTest {
 	env.OnGetVersion(windowInDatabaseChange, workflow.DefaultVersion, deploymentWindowVersion).Return(workflow.DefaultVersion)
 
 	dt := &deploymentTest{env: env, rec: rec, logs: logs, targets: []string{"web-1", "web-2", "web-3"}}
-	dt.start = func(int, activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
-		return activities.StartDeploymentResult{DeploymentID: testDeploymentID, Targets: dt.targets}, nil
+	dt.start = func(int, activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
+		return activityio.StartDeploymentResult{DeploymentID: testDeploymentID, Targets: dt.targets}, nil
 	}
-	dt.await = func(_ context.Context, in activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error) {
-		return activities.AwaitStepResultsResult{Results: succeededResults(in.Waiting...)}, nil
+	dt.await = func(_ context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
+		return activityio.AwaitStepResultsResult{Results: succeededResults(in.Waiting...)}, nil
 	}
-	dt.finish = func(in activities.FinishDeploymentInput) (string, error) {
+	dt.finish = func(in activityio.FinishDeploymentInput) (string, error) {
 		return in.Status, nil
 	}
 
@@ -104,7 +105,7 @@ func setupDeployment(t *testing.T) *deploymentTest {
 	starts := 0
 	var a *activities.Activities
 	env.OnActivity(a.StartDeployment, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
+		func(_ context.Context, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
 			mu.Lock()
 			n := starts
 			starts++
@@ -113,19 +114,19 @@ func setupDeployment(t *testing.T) *deploymentTest {
 		})
 	env.OnActivity(a.StartStep, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.EnqueueStepTargets, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.EnqueueStepTargetsInput) error {
+		func(_ context.Context, in activityio.EnqueueStepTargetsInput) error {
 			if dt.enqueue == nil {
 				return nil
 			}
 			return dt.enqueue(in)
 		})
 	env.OnActivity(a.AwaitStepResults, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error) {
+		func(ctx context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
 			return dt.await(ctx, in)
 		})
 	env.OnActivity(a.FinishStep, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.FinishDeployment, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishDeploymentInput) (string, error) {
+		func(_ context.Context, in activityio.FinishDeploymentInput) (string, error) {
 			return dt.finish(in)
 		})
 	env.OnActivity(a.CancelDeploymentWork, mock.Anything, mock.Anything).Return(0, nil)
@@ -213,13 +214,13 @@ func stepPositions(t *testing.T, rec *scheduleRecorder, activity string) []int {
 			continue
 		}
 		switch in := s.Input.(type) {
-		case activities.StartStepInput:
+		case activityio.StartStepInput:
 			out = append(out, in.Position)
-		case activities.EnqueueStepTargetsInput:
+		case activityio.EnqueueStepTargetsInput:
 			out = append(out, in.Position)
-		case activities.AwaitStepResultsInput:
+		case activityio.AwaitStepResultsInput:
 			out = append(out, in.Position)
-		case activities.FinishStepInput:
+		case activityio.FinishStepInput:
 			out = append(out, in.Position)
 		default:
 			t.Fatalf("%s input %T has no position", activity, s.Input)
@@ -232,7 +233,7 @@ func stepPositions(t *testing.T, rec *scheduleRecorder, activity string) []int {
 func waitingOf(t *testing.T, rec *scheduleRecorder) [][]string {
 	t.Helper()
 	var out [][]string
-	for _, in := range inputsOf[activities.AwaitStepResultsInput](t, rec, awaitActivity) {
+	for _, in := range inputsOf[activityio.AwaitStepResultsInput](t, rec, awaitActivity) {
 		out = append(out, in.Waiting)
 	}
 	return out
@@ -242,7 +243,7 @@ func waitingOf(t *testing.T, rec *scheduleRecorder) [][]string {
 func enqueuedOf(t *testing.T, rec *scheduleRecorder) [][]string {
 	t.Helper()
 	var out [][]string
-	for _, in := range inputsOf[activities.EnqueueStepTargetsInput](t, rec, enqueueActivity) {
+	for _, in := range inputsOf[activityio.EnqueueStepTargetsInput](t, rec, enqueueActivity) {
 		out = append(out, in.Targets)
 	}
 	return out
@@ -276,22 +277,22 @@ func TestDeploymentRunsStepsInOrder(t *testing.T) {
 		require.Equal(t, []int{0, 1, 2}, stepPositions(t, dt.rec, activity), activity)
 	}
 
-	starts := inputsOf[activities.StartStepInput](t, dt.rec, startStepActivity)
-	enqueues := inputsOf[activities.EnqueueStepTargetsInput](t, dt.rec, enqueueActivity)
-	finishes := inputsOf[activities.FinishStepInput](t, dt.rec, finishStepActivity)
+	starts := inputsOf[activityio.StartStepInput](t, dt.rec, startStepActivity)
+	enqueues := inputsOf[activityio.EnqueueStepTargetsInput](t, dt.rec, enqueueActivity)
+	finishes := inputsOf[activityio.FinishStepInput](t, dt.rec, finishStepActivity)
 	for i, step := range in.Steps {
 		require.Equal(t, testDeploymentID, starts[i].DeploymentID)
 		require.Equal(t, len(dt.targets), starts[i].Targets)
 		require.Equal(t, dt.targets, enqueues[i].Targets)
 		require.Equal(t, step.Command, enqueues[i].Step.Command)
 		require.Equal(t, "high", enqueues[i].Priority)
-		require.Equal(t, activities.FinishStepInput{
-			StepInput: activities.StepInput{DeploymentID: testDeploymentID, Position: i},
+		require.Equal(t, activityio.FinishStepInput{
+			StepInput: activityio.StepInput{DeploymentID: testDeploymentID, Position: i},
 			Status:    "succeeded", Succeeded: len(dt.targets),
 		}, finishes[i])
 	}
-	require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentSucceeded}},
-		inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
+	require.Equal(t, []activityio.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentSucceeded}},
+		inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
 
 	require.Equal(t, DeploymentResult{
 		DeploymentID: testDeploymentID,
@@ -315,15 +316,15 @@ func TestDeploymentReceivesResultsInBatches(t *testing.T) {
 	}
 	var mu sync.Mutex
 	calls := 0
-	dt.await = func(context.Context, activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error) {
+	dt.await = func(context.Context, activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		n := calls
 		calls++
 		if n >= len(batches) {
-			return activities.AwaitStepResultsResult{}, errors.New("awaited after every result arrived")
+			return activityio.AwaitStepResultsResult{}, errors.New("awaited after every result arrived")
 		}
-		return activities.AwaitStepResultsResult{Results: batches[n]}, nil
+		return activityio.AwaitStepResultsResult{Results: batches[n]}, nil
 	}
 
 	res, err := dt.run(deploymentSpec(dt.targets, 1))
@@ -335,8 +336,8 @@ func TestDeploymentReceivesResultsInBatches(t *testing.T) {
 		{"web-1", "web-3", "web-5"},
 		{"web-1", "web-3", "web-5"},
 	}, waitingOf(t, dt.rec))
-	for _, in := range inputsOf[activities.AwaitStepResultsInput](t, dt.rec, awaitActivity) {
-		require.Equal(t, activities.StepInput{DeploymentID: testDeploymentID, Position: 0}, in.StepInput)
+	for _, in := range inputsOf[activityio.AwaitStepResultsInput](t, dt.rec, awaitActivity) {
+		require.Equal(t, activityio.StepInput{DeploymentID: testDeploymentID, Position: 0}, in.StepInput)
 		require.Equal(t, 30*time.Second, in.MaxWait)
 	}
 	for _, s := range dt.rec.of(awaitActivity) {
@@ -344,10 +345,10 @@ func TestDeploymentReceivesResultsInBatches(t *testing.T) {
 		require.Positive(t, s.Options.HeartbeatTimeout)
 	}
 	require.Equal(t, [][]string{dt.targets}, enqueuedOf(t, dt.rec), "every target is enqueued at once")
-	require.Equal(t, []activities.FinishStepInput{{
-		StepInput: activities.StepInput{DeploymentID: testDeploymentID, Position: 0},
+	require.Equal(t, []activityio.FinishStepInput{{
+		StepInput: activityio.StepInput{DeploymentID: testDeploymentID, Position: 0},
 		Status:    "succeeded", Succeeded: 5,
-	}}, inputsOf[activities.FinishStepInput](t, dt.rec, finishStepActivity))
+	}}, inputsOf[activityio.FinishStepInput](t, dt.rec, finishStepActivity))
 	require.Equal(t, []StepResult{{Name: "step-0", Status: "succeeded", Succeeded: 5}}, res.Steps)
 }
 
@@ -361,15 +362,15 @@ func TestDeploymentKeepsMaxParallelTargetsRunning(t *testing.T) {
 	answers := []int{1, 2, 1, 1}
 	var mu sync.Mutex
 	calls := 0
-	dt.await = func(_ context.Context, in activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error) {
+	dt.await = func(_ context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		n := calls
 		calls++
 		if n >= len(answers) {
-			return activities.AwaitStepResultsResult{}, errors.New("awaited after every result arrived")
+			return activityio.AwaitStepResultsResult{}, errors.New("awaited after every result arrived")
 		}
-		return activities.AwaitStepResultsResult{Results: succeededResults(in.Waiting[:answers[n]]...)}, nil
+		return activityio.AwaitStepResultsResult{Results: succeededResults(in.Waiting[:answers[n]]...)}, nil
 	}
 
 	res, err := dt.run(in)
@@ -401,14 +402,14 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 	failFirst := func(dt *deploymentTest) {
 		var mu sync.Mutex
 		failedOnce := false
-		dt.await = func(_ context.Context, in activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error) {
+		dt.await = func(_ context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if in.Position == 0 && !failedOnce {
 				failedOnce = true
-				return activities.AwaitStepResultsResult{Results: []domain.TargetResult{failedResult("web-1")}}, nil
+				return activityio.AwaitStepResultsResult{Results: []domain.TargetResult{failedResult("web-1")}}, nil
 			}
-			return activities.AwaitStepResultsResult{Results: succeededResults(in.Waiting...)}, nil
+			return activityio.AwaitStepResultsResult{Results: succeededResults(in.Waiting...)}, nil
 		}
 	}
 
@@ -424,7 +425,7 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
-		require.Equal(t, activities.DeploymentFailed, appErr.Type())
+		require.Equal(t, activityio.DeploymentFailed, appErr.Type())
 		require.True(t, appErr.NonRetryable())
 		require.Contains(t, appErr.Error(), "step step-0 failed on 1 of 5 targets")
 
@@ -433,15 +434,15 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 		require.Equal(t, [][]string{{"web-1", "web-2"}, {"web-2"}}, waitingOf(t, dt.rec))
 		// Later steps never start and are recorded skipped.
 		require.Equal(t, []int{0}, stepPositions(t, dt.rec, startStepActivity))
-		stepIn := func(pos int) activities.StepInput {
-			return activities.StepInput{DeploymentID: testDeploymentID, Position: pos}
+		stepIn := func(pos int) activityio.StepInput {
+			return activityio.StepInput{DeploymentID: testDeploymentID, Position: pos}
 		}
-		require.Equal(t, []activities.FinishStepInput{
+		require.Equal(t, []activityio.FinishStepInput{
 			{StepInput: stepIn(0), Status: "failed", Succeeded: 1, Failed: 1, Skipped: 3},
 			{StepInput: stepIn(1), Status: "skipped", Skipped: 5},
 			{StepInput: stepIn(2), Status: "skipped", Skipped: 5},
-		}, inputsOf[activities.FinishStepInput](t, dt.rec, finishStepActivity))
-		finish := inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)
+		}, inputsOf[activityio.FinishStepInput](t, dt.rec, finishStepActivity))
+		finish := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)
 		require.Len(t, finish, 1)
 		require.Equal(t, domain.DeploymentFailed, finish[0].Status)
 		require.Equal(t, "step step-0 failed on 1 of 5 targets", finish[0].Reason)
@@ -471,15 +472,15 @@ func TestDeploymentStopsOnFailedTarget(t *testing.T) {
 		// The failed target's slot is refilled like any other.
 		require.Equal(t, []string{"web-1", "web-2", "web-3", "web-4", "web-5"}, joinBatches(enqueuedOf(t, dt.rec)[:3]))
 		require.Equal(t, []int{0, 1, 2}, stepPositions(t, dt.rec, startStepActivity))
-		finishes := inputsOf[activities.FinishStepInput](t, dt.rec, finishStepActivity)
+		finishes := inputsOf[activityio.FinishStepInput](t, dt.rec, finishStepActivity)
 		require.Len(t, finishes, 3)
 		require.Equal(t, "failed", finishes[0].Status)
 		require.Equal(t, 4, finishes[0].Succeeded)
 		require.Equal(t, 1, finishes[0].Failed)
 		require.Equal(t, "succeeded", finishes[1].Status)
 		require.Equal(t, "succeeded", finishes[2].Status)
-		require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentSucceeded}},
-			inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
+		require.Equal(t, []activityio.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentSucceeded}},
+			inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
 		require.Equal(t, domain.DeploymentSucceeded, res.Status)
 		require.Equal(t, []domain.TargetResult{failedResult("web-1")}, res.Steps[0].FailedTargets)
 	})
@@ -501,9 +502,9 @@ func TestDeploymentCancelledWhileAwaitingResults(t *testing.T) {
 		defer mu.Unlock()
 		cancelled = append(cancelled, info.ActivityType.Name)
 	})
-	dt.await = func(ctx context.Context, in activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error) {
+	dt.await = func(ctx context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
 		if in.Position == 0 {
-			return activities.AwaitStepResultsResult{Results: succeededResults(in.Waiting...)}, nil
+			return activityio.AwaitStepResultsResult{Results: succeededResults(in.Waiting...)}, nil
 		}
 		// Step 1 is running when the deployment is cancelled.
 		dt.env.CancelWorkflow()
@@ -511,7 +512,7 @@ func TestDeploymentCancelledWhileAwaitingResults(t *testing.T) {
 		case <-ctx.Done():
 		case <-release:
 		}
-		return activities.AwaitStepResultsResult{}, errors.New("the wait outlived the deployment")
+		return activityio.AwaitStepResultsResult{}, errors.New("the wait outlived the deployment")
 	}
 
 	_, err := dt.run(in)
@@ -532,16 +533,16 @@ func TestDeploymentCancelledWhileAwaitingResults(t *testing.T) {
 		cancelWorkActivity, finishStepActivity, finishStepActivity, finishDeploymentActivity,
 	}, dt.rec.sequence())
 	require.Equal(t, []string{testDeploymentID}, inputsOf[string](t, dt.rec, cancelWorkActivity))
-	stepIn := func(pos int) activities.StepInput {
-		return activities.StepInput{DeploymentID: testDeploymentID, Position: pos}
+	stepIn := func(pos int) activityio.StepInput {
+		return activityio.StepInput{DeploymentID: testDeploymentID, Position: pos}
 	}
-	require.Equal(t, []activities.FinishStepInput{
+	require.Equal(t, []activityio.FinishStepInput{
 		{StepInput: stepIn(0), Status: "succeeded", Succeeded: 3},
 		{StepInput: stepIn(1), Status: "cancelled"},
 		{StepInput: stepIn(2), Status: "skipped", Skipped: 3},
-	}, inputsOf[activities.FinishStepInput](t, dt.rec, finishStepActivity))
-	require.Equal(t, []activities.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentCancelled, Reason: "cancelled"}},
-		inputsOf[activities.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
+	}, inputsOf[activityio.FinishStepInput](t, dt.rec, finishStepActivity))
+	require.Equal(t, []activityio.FinishDeploymentInput{{DeploymentID: testDeploymentID, Status: domain.DeploymentCancelled, Reason: "cancelled"}},
+		inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity))
 
 	upserts := dt.searchAttributeUpserts()
 	require.NotEmpty(t, upserts)
@@ -555,15 +556,15 @@ func TestDeploymentInvalidSpecFailsAtOnce(t *testing.T) {
 	const problem = "invalid deployment spec: steps: at least one step is required"
 
 	for name, specErr := range map[string]error{
-		"non-retryable error": temporal.NewNonRetryableApplicationError(problem, activities.InvalidSpec, nil),
+		"non-retryable error": temporal.NewNonRetryableApplicationError(problem, activityio.InvalidSpec, nil),
 		// Retryable as returned: the retry policy is what stops it.
-		"error of a non-retryable type": temporal.NewApplicationError(problem, activities.InvalidSpec),
+		"error of a non-retryable type": temporal.NewApplicationError(problem, activityio.InvalidSpec),
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			dt := setupDeployment(t)
-			dt.start = func(int, activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
-				return activities.StartDeploymentResult{}, specErr
+			dt.start = func(int, activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
+				return activityio.StartDeploymentResult{}, specErr
 			}
 			attempts := 0
 			dt.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -576,7 +577,7 @@ func TestDeploymentInvalidSpecFailsAtOnce(t *testing.T) {
 
 			var appErr *temporal.ApplicationError
 			require.ErrorAs(t, err, &appErr)
-			require.Equal(t, activities.InvalidSpec, appErr.Type())
+			require.Equal(t, activityio.InvalidSpec, appErr.Type())
 			require.Contains(t, appErr.Error(), problem)
 			require.Equal(t, 1, attempts, "an invalid spec is not retried")
 			require.Equal(t, []string{startDeploymentActivity}, dt.rec.sequence(), "nothing else runs")
@@ -587,11 +588,11 @@ func TestDeploymentInvalidSpecFailsAtOnce(t *testing.T) {
 	t.Run("a transient error is retried", func(t *testing.T) {
 		t.Parallel()
 		dt := setupDeployment(t)
-		dt.start = func(n int, _ activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
+		dt.start = func(n int, _ activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
 			if n == 0 {
-				return activities.StartDeploymentResult{}, errors.New("connecting to database: connection refused")
+				return activityio.StartDeploymentResult{}, errors.New("connecting to database: connection refused")
 			}
-			return activities.StartDeploymentResult{DeploymentID: testDeploymentID, Targets: dt.targets}, nil
+			return activityio.StartDeploymentResult{DeploymentID: testDeploymentID, Targets: dt.targets}, nil
 		}
 		attempts := 0
 		dt.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -644,13 +645,13 @@ func TestDeploymentSearchAttributes(t *testing.T) {
 		t.Parallel()
 		dt := setupDeployment(t)
 		// A dead Thorax failed the deployment meanwhile: it stays failed.
-		dt.finish = func(activities.FinishDeploymentInput) (string, error) { return domain.DeploymentFailed, nil }
+		dt.finish = func(activityio.FinishDeploymentInput) (string, error) { return domain.DeploymentFailed, nil }
 
 		res, err := dt.run(deploymentSpec(dt.targets, 1))
 
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
-		require.Equal(t, activities.DeploymentFailed, appErr.Type())
+		require.Equal(t, activityio.DeploymentFailed, appErr.Type())
 		require.Equal(t, domain.DeploymentFailed, res.Status)
 		upserts := dt.searchAttributeUpserts()
 		require.NotEmpty(t, upserts)
@@ -689,10 +690,10 @@ func TestDeploymentInputIsPlainSpec(t *testing.T) {
 			res, err := dt.run(in)
 
 			require.NoError(t, err)
-			starts := inputsOf[activities.StartDeploymentInput](t, dt.rec, startDeploymentActivity)
-			require.Equal(t, []activities.StartDeploymentInput{{WorkflowID: DeploymentWorkflowID(testDeploymentID), Spec: want}}, starts)
+			starts := inputsOf[activityio.StartDeploymentInput](t, dt.rec, startDeploymentActivity)
+			require.Equal(t, []activityio.StartDeploymentInput{{WorkflowID: DeploymentWorkflowID(testDeploymentID), Spec: want}}, starts)
 
-			enqueues := inputsOf[activities.EnqueueStepTargetsInput](t, dt.rec, enqueueActivity)
+			enqueues := inputsOf[activityio.EnqueueStepTargetsInput](t, dt.rec, enqueueActivity)
 			require.Len(t, enqueues, 4, "max_parallel 1: one target at a time")
 			for _, e := range enqueues {
 				require.Len(t, e.Targets, 1)
@@ -719,22 +720,22 @@ func TestDeploymentInputIsPlainSpec(t *testing.T) {
 func TestDeploymentStepActivityErrorFinishesTheStep(t *testing.T) {
 	t.Parallel()
 	dt := setupDeployment(t)
-	dt.enqueue = func(in activities.EnqueueStepTargetsInput) error {
+	dt.enqueue = func(in activityio.EnqueueStepTargetsInput) error {
 		if in.Position == 1 {
-			return temporal.NewNonRetryableApplicationError("requests[0].target: unknown target", activities.InvalidSpec, nil)
+			return temporal.NewNonRetryableApplicationError("requests[0].target: unknown target", activityio.InvalidSpec, nil)
 		}
 		return nil
 	}
 	_, err := dt.run(deploymentSpec(dt.targets, 3))
 	require.Error(t, err)
 	require.Len(t, inputsOf[string](t, dt.rec, "CancelDeploymentWork"), 1, "outstanding work is cancelled")
-	finishes := inputsOf[activities.FinishStepInput](t, dt.rec, "FinishStep")
+	finishes := inputsOf[activityio.FinishStepInput](t, dt.rec, "FinishStep")
 	byPos := map[int]string{}
 	for _, f := range finishes {
 		byPos[f.Position] = f.Status
 	}
 	require.Equal(t, map[int]string{0: "succeeded", 1: "failed", 2: "skipped"}, byPos)
-	ends := inputsOf[activities.FinishDeploymentInput](t, dt.rec, "FinishDeployment")
+	ends := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, "FinishDeployment")
 	require.Len(t, ends, 1)
 	require.Equal(t, "failed", ends[0].Status)
 }
@@ -744,14 +745,14 @@ func TestDeploymentStepActivityErrorFinishesTheStep(t *testing.T) {
 func TestDeploymentCancelledWhileStarting(t *testing.T) {
 	t.Parallel()
 	dt := setupDeployment(t)
-	dt.start = func(int, activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
+	dt.start = func(int, activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
 		dt.env.CancelWorkflow() // arrives while the deployment is being recorded
-		return activities.StartDeploymentResult{DeploymentID: testDeploymentID, Targets: dt.targets}, nil
+		return activityio.StartDeploymentResult{DeploymentID: testDeploymentID, Targets: dt.targets}, nil
 	}
 	_, err := dt.run(deploymentSpec(dt.targets, 2))
 	require.True(t, temporal.IsCanceledError(err), "%v", err)
-	ends := inputsOf[activities.FinishDeploymentInput](t, dt.rec, "FinishDeployment")
+	ends := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, "FinishDeployment")
 	require.Len(t, ends, 1)
 	require.Equal(t, "cancelled", ends[0].Status)
-	require.Empty(t, inputsOf[activities.StartStepInput](t, dt.rec, "StartStep"), "no step starts after a cancel")
+	require.Empty(t, inputsOf[activityio.StartStepInput](t, dt.rec, "StartStep"), "no step starts after a cancel")
 }

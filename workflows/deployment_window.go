@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
@@ -115,14 +115,13 @@ func startWindowed(ctx workflow.Context, in DeploymentInput) (DeploymentProgress
 	if in.Progress != nil {
 		return *in.Progress, nil
 	}
-	var a *activities.Activities
 	// Recording the deployment finishes even if a cancel arrives meanwhile, so that a
 	// cancelled deployment is recorded as cancelled rather than left running.
 	startCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry(),
 		Summary: fmt.Sprintf("record deployment %s and resolve its targets", in.Name)}))
-	var started activities.StartDeploymentResult
-	if err := workflow.ExecuteActivity(startCtx, a.StartDeployment, activities.StartDeploymentInput{
+	var started activityio.StartDeploymentResult
+	if err := workflow.ExecuteActivity(startCtx, activityio.StartDeployment, activityio.StartDeploymentInput{
 		WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Spec: in.Deployment, CountOnly: true,
 	}).Get(startCtx, &started); err != nil {
 		return DeploymentProgress{}, err
@@ -143,10 +142,9 @@ func runWindowedStep(ctx workflow.Context, p *DeploymentProgress, step spec.Step
 // budget is spent: the next run goes on with the same step. With a failure room and
 // stopAtRoom it returns as soon as the failures pass the room.
 func advanceStep(ctx workflow.Context, p *DeploymentProgress, pos int, name string, w domain.StepWindow, budget *runBudget, d *deciding) (StepResult, error) {
-	var a *activities.Activities
 	total := w.Total(p.Targets)
 	sr := StepResult{Name: name, Skipped: total}
-	in := activities.AdvanceStepInput{StepInput: activities.StepInput{DeploymentID: p.DeploymentID, Position: pos}, MaxWait: advanceMaxWait, Window: w}
+	in := activityio.AdvanceStepInput{StepInput: activityio.StepInput{DeploymentID: p.DeploymentID, Position: pos}, MaxWait: advanceMaxWait, Window: w}
 	summary := fmt.Sprintf("run step %d %s on %d targets", pos, name, total)
 	if w.BatchEnd > 0 && w.BatchEnd < total {
 		summary = fmt.Sprintf("run step %d %s on its targets up to %d of %d", pos, name, w.BatchEnd, total)
@@ -163,8 +161,8 @@ func advanceStep(ctx workflow.Context, p *DeploymentProgress, pos int, name stri
 			WaitForCancellation: true, RetryPolicy: deploymentRetry(), Summary: summary,
 		})
 		budget.activities++
-		var got activities.AdvanceStepResult
-		if err := workflow.ExecuteActivity(actx, a.AdvanceStep, in).Get(ctx, &got); err != nil {
+		var got activityio.AdvanceStepResult
+		if err := workflow.ExecuteActivity(actx, activityio.AdvanceStep, in).Get(ctx, &got); err != nil {
 			return sr, err
 		}
 		sr = StepResult{Name: name, Status: got.Status, Succeeded: got.Succeeded, Failed: got.Failed,
@@ -182,7 +180,6 @@ func advanceStep(ctx workflow.Context, p *DeploymentProgress, pos int, name stri
 // step left outstanding and records that step's end, skips the steps that never ran,
 // and records the deployment's end. It runs even when the workflow was cancelled.
 func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, status, reason string, interrupted *StepResult, d *deciding) (DeploymentResult, error) {
-	var a *activities.Activities
 	endCtx, _ := workflow.NewDisconnectedContext(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry()}))
 	if interrupted != nil || status == domain.DeploymentCancelled {
@@ -198,7 +195,7 @@ func endWindowed(ctx workflow.Context, s spec.Deployment, p DeploymentProgress, 
 	// The rows after the spec's steps (rollback and verify steps) that never ran are
 	// skipped too.
 	if from := len(p.Steps); from < len(s.Steps) || s.HasRollouts() {
-		if err := workflow.ExecuteActivity(endCtx, a.SkipSteps, activities.SkipStepsInput{DeploymentID: p.DeploymentID, From: from}).Get(endCtx, nil); err != nil {
+		if err := workflow.ExecuteActivity(endCtx, activityio.SkipSteps, activityio.SkipStepsInput{DeploymentID: p.DeploymentID, From: from}).Get(endCtx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("skipping steps failed", "from", from, "err", err)
 		}
 		for _, st := range s.Steps[from:] {

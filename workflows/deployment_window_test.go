@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
@@ -38,7 +39,7 @@ type windowTest struct {
 	targets int
 	// advance answers the nth AdvanceStep call (from 0); by default every step ends at
 	// its first call with every target succeeded.
-	advance func(ctx context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error)
+	advance func(ctx context.Context, n int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error)
 
 	mu    sync.Mutex
 	calls int
@@ -56,19 +57,19 @@ func setupWindow(t *testing.T) *windowTest {
 	env.RegisterWorkflowWithOptions(Deployment, workflow.RegisterOptions{Name: DeploymentWorkflowType})
 	env.RegisterActivity(&activities.Activities{})
 	wt := &windowTest{env: env, rec: rec, targets: 3}
-	wt.advance = func(_ context.Context, _ int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	wt.advance = func(_ context.Context, _ int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		return domain.StepProgress{Total: wt.targets, Enqueued: wt.targets, Succeeded: wt.targets, Done: true, Status: "succeeded"}, nil
 	}
 	var a *activities.Activities
 	env.OnActivity(a.StartDeployment, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
+		func(_ context.Context, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
 			if !in.CountOnly {
-				return activities.StartDeploymentResult{}, errors.New("target names asked for")
+				return activityio.StartDeploymentResult{}, errors.New("target names asked for")
 			}
-			return activities.StartDeploymentResult{DeploymentID: testDeploymentID, TargetCount: wt.targets}, nil
+			return activityio.StartDeploymentResult{DeploymentID: testDeploymentID, TargetCount: wt.targets}, nil
 		})
 	env.OnActivity(a.AdvanceStep, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+		func(ctx context.Context, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 			wt.mu.Lock()
 			n := wt.calls
 			wt.calls++
@@ -79,7 +80,7 @@ func setupWindow(t *testing.T) *windowTest {
 	env.OnActivity(a.SkipSteps, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.CancelDeploymentWork, mock.Anything, mock.Anything).Return(0, nil)
 	env.OnActivity(a.FinishDeployment, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishDeploymentInput) (string, error) { return in.Status, nil })
+		func(_ context.Context, in activityio.FinishDeploymentInput) (string, error) { return in.Status, nil })
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Return()
 	return wt
 }
@@ -104,7 +105,7 @@ func (wt *windowTest) run(in DeploymentInput) (DeploymentResult, error) {
 func advancedPositions(t *testing.T, rec *scheduleRecorder) []int {
 	t.Helper()
 	var out []int
-	for _, in := range inputsOf[activities.AdvanceStepInput](t, rec, advanceActivity) {
+	for _, in := range inputsOf[activityio.AdvanceStepInput](t, rec, advanceActivity) {
 		out = append(out, in.Position)
 	}
 	return out
@@ -118,7 +119,7 @@ func TestWindowedDeploymentRunsEachStepOnTheDatabaseSide(t *testing.T) {
 	t.Parallel()
 	wt := setupWindow(t)
 	wt.targets = spec.MaxTargets
-	wt.advance = func(_ context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	wt.advance = func(_ context.Context, n int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		if n%3 < 2 { // each step answers twice with progress, then ends
 			return progress(wt.targets, (n%3+1)*100, 1), nil
 		}
@@ -144,7 +145,7 @@ func TestWindowedDeploymentStopsOnAFailedStepAndSkipsTheRest(t *testing.T) {
 	wt := setupWindow(t)
 	code := 1
 	failed := []domain.TargetResult{{Target: "web-2", Status: "failed", ExitCode: &code, Error: "exit code 1"}}
-	wt.advance = func(_ context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	wt.advance = func(_ context.Context, n int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		if in.Position == 1 {
 			return domain.StepProgress{Total: 3, Enqueued: 2, Succeeded: 1, Failed: 1, Skipped: 1, Done: true, Status: "failed", FailedTargets: failed}, nil
 		}
@@ -153,7 +154,7 @@ func TestWindowedDeploymentStopsOnAFailedStepAndSkipsTheRest(t *testing.T) {
 	res, err := wt.run(DeploymentInput{Deployment: deploymentSpec([]string{"web-1"}, 4)})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "got %v", err)
-	require.Equal(t, activities.DeploymentFailed, appErr.Type())
+	require.Equal(t, activityio.DeploymentFailed, appErr.Type())
 	require.Equal(t, domain.DeploymentFailed, res.Status)
 	require.Equal(t, []StepResult{
 		{Name: "step-0", Status: "succeeded", Succeeded: 3},
@@ -161,9 +162,9 @@ func TestWindowedDeploymentStopsOnAFailedStepAndSkipsTheRest(t *testing.T) {
 		{Name: "step-2", Status: "skipped", Skipped: 3},
 		{Name: "step-3", Status: "skipped", Skipped: 3},
 	}, res.Steps)
-	require.Equal(t, []activities.SkipStepsInput{{DeploymentID: testDeploymentID, From: 2}}, inputsOf[activities.SkipStepsInput](t, wt.rec, skipStepsActivity),
+	require.Equal(t, []activityio.SkipStepsInput{{DeploymentID: testDeploymentID, From: 2}}, inputsOf[activityio.SkipStepsInput](t, wt.rec, skipStepsActivity),
 		"the steps that never ran are skipped in one call")
-	require.Equal(t, domain.DeploymentFailed, inputsOf[activities.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
+	require.Equal(t, domain.DeploymentFailed, inputsOf[activityio.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
 }
 
 // A step that outlasts a run's budget continues as new in the middle, handing over
@@ -173,7 +174,7 @@ func TestWindowedDeploymentContinuesAsNewInsideALongStep(t *testing.T) {
 	t.Parallel()
 	wt := setupWindow(t)
 	wt.targets = spec.MaxTargets
-	wt.advance = func(context.Context, int, activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	wt.advance = func(context.Context, int, activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		return progress(wt.targets, 10, 1), nil // never done in this run
 	}
 	d := deploymentSpec(make([]string, 0), 2)
@@ -208,7 +209,7 @@ func TestWindowedDeploymentCancelledWhileAdvancing(t *testing.T) {
 	// context: the call blocks until the test ends.
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	wt.advance = func(ctx context.Context, n int, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+	wt.advance = func(ctx context.Context, n int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		if in.Position == 0 {
 			return domain.StepProgress{Total: 3, Enqueued: 3, Succeeded: 3, Done: true, Status: "succeeded"}, nil
 		}
@@ -223,9 +224,9 @@ func TestWindowedDeploymentCancelledWhileAdvancing(t *testing.T) {
 	require.True(t, temporal.IsCanceledError(err), "got %v", err)
 	require.Equal(t, []string{startDeploymentActivity, advanceActivity, advanceActivity,
 		cancelWorkActivity, finishStepActivity, skipStepsActivity, finishDeploymentActivity}, wt.rec.sequence())
-	finish := inputsOf[activities.FinishStepInput](t, wt.rec, finishStepActivity)
+	finish := inputsOf[activityio.FinishStepInput](t, wt.rec, finishStepActivity)
 	require.Equal(t, "cancelled", finish[0].Status)
 	require.Equal(t, 1, finish[0].Position)
-	require.Equal(t, 2, inputsOf[activities.SkipStepsInput](t, wt.rec, skipStepsActivity)[0].From)
-	require.Equal(t, domain.DeploymentCancelled, inputsOf[activities.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
+	require.Equal(t, 2, inputsOf[activityio.SkipStepsInput](t, wt.rec, skipStepsActivity)[0].From)
+	require.Equal(t, domain.DeploymentCancelled, inputsOf[activityio.FinishDeploymentInput](t, wt.rec, finishDeploymentActivity)[0].Status)
 }

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
@@ -39,7 +39,7 @@ const defaultProcessingTimeout = 300 * time.Second
 func Dispatcher(ctx workflow.Context, in DispatcherInput) error {
 	if in.ReplicaID == "" || in.BatchSize <= 0 || in.PollInterval <= 0 {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("dispatcher input: replica_id, batch_size and poll_interval are required, got %+v", in), activities.InvalidInput, nil)
+			fmt.Sprintf("dispatcher input: replica_id, batch_size and poll_interval are required, got %+v", in), activityio.InvalidInput, nil)
 	}
 	rounds := in.RoundsPerRun
 	if rounds <= 0 {
@@ -95,7 +95,7 @@ func newDispatcherOptions(processing time.Duration) dispatcherOptions {
 		InitialInterval:        time.Second,
 		BackoffCoefficient:     2,
 		MaximumInterval:        10 * time.Second,
-		NonRetryableErrorTypes: []string{activities.InvalidInput},
+		NonRetryableErrorTypes: []string{activityio.InvalidInput},
 	}
 	// Maintenance must not hold up the claims behind it: a few attempts, then it waits for
 	// the next tick.
@@ -115,10 +115,9 @@ func newDispatcherOptions(processing time.Duration) dispatcherOptions {
 
 // maintain runs the dispatch queue's maintenance; a failure waits for the next tick.
 func maintain(ctx workflow.Context, opts workflow.ActivityOptions, replica string) {
-	var a *activities.Activities
-	var m activities.MaintainDispatchQueueResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.MaintainDispatchQueue,
-		activities.MaintainDispatchQueueInput{ReplicaID: replica}).Get(ctx, &m); err != nil {
+	var m activityio.MaintainDispatchQueueResult
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activityio.MaintainDispatchQueue,
+		activityio.MaintainDispatchQueueInput{ReplicaID: replica}).Get(ctx, &m); err != nil {
 		workflow.GetLogger(ctx).Warn("dispatch maintenance failed", "err", err)
 	}
 }
@@ -128,7 +127,7 @@ func maintain(ctx workflow.Context, opts workflow.ActivityOptions, replica strin
 // reclaimed after the processing timeout; a local claim that gave up returns
 // errClaimFailed; a cancel or any other failed claim ends the run.
 func claimAndDeliver(ctx workflow.Context, opts dispatcherOptions, in DispatcherInput) (int, error) {
-	claim, err := executeClaim(ctx, opts, activities.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize},
+	claim, err := executeClaim(ctx, opts, activityio.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize},
 		fmt.Sprintf("claim up to %d pending requests for replica %s", in.BatchSize, in.ReplicaID))
 	if err != nil {
 		return 0, err
@@ -137,7 +136,7 @@ func claimAndDeliver(ctx workflow.Context, opts dispatcherOptions, in Dispatcher
 	if n == 0 {
 		return 0, nil
 	}
-	err = executeDeliver(ctx, opts, activities.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: claimRefs(claim.Claimed)},
+	err = executeDeliver(ctx, opts, activityio.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: claimRefs(claim.Claimed)},
 		deliverSummary(claim.Claimed))
 	if err != nil {
 		if temporal.IsCanceledError(err) {

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
@@ -62,44 +62,42 @@ func newLocalDispatchOptions(regular dispatcherOptions) localDispatchOptions {
 // executeClaim claims a batch, as a local activity in runs of localDispatchVersion.
 // A local claim that gave up after its attempts returns errClaimFailed: the loop goes
 // on. Any other error (a cancel, invalid input) ends the run.
-func executeClaim(ctx workflow.Context, opts dispatcherOptions, in activities.ClaimBatchInput, summary string) (activities.ClaimBatchResult, error) {
-	var a *activities.Activities
-	var claim activities.ClaimBatchResult
+func executeClaim(ctx workflow.Context, opts dispatcherOptions, in activityio.ClaimBatchInput, summary string) (activityio.ClaimBatchResult, error) {
+	var claim activityio.ClaimBatchResult
 	if !opts.local {
 		o := opts.claim
 		o.Summary = summary
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), a.ClaimBatch, in).Get(ctx, &claim)
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activityio.ClaimBatch, in).Get(ctx, &claim)
 		return claim, err
 	}
 	o := opts.localOpts.claim
 	o.Summary = summary
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, o), a.ClaimBatch, in).Get(ctx, &claim)
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, o), activityio.ClaimBatch, in).Get(ctx, &claim)
 	if err == nil || temporal.IsCanceledError(err) || ctx.Err() != nil || isInvalidInput(err) {
 		return claim, err
 	}
 	workflow.GetLogger(ctx).Warn("claiming dispatch requests failed; looking again soon", "attempts", localAttempts, "err", err)
-	return activities.ClaimBatchResult{}, errClaimFailed
+	return activityio.ClaimBatchResult{}, errClaimFailed
 }
 
 // executeDeliver delivers a claimed batch, as a local activity in runs of
 // localDispatchVersion.
-func executeDeliver(ctx workflow.Context, opts dispatcherOptions, in activities.DeliverBatchInput, summary string) error {
-	var a *activities.Activities
-	var delivered activities.DeliverBatchResult
+func executeDeliver(ctx workflow.Context, opts dispatcherOptions, in activityio.DeliverBatchInput, summary string) error {
+	var delivered activityio.DeliverBatchResult
 	if !opts.local {
 		o := opts.deliver
 		o.Summary = summary
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), a.DeliverBatch, in).Get(ctx, &delivered)
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activityio.DeliverBatch, in).Get(ctx, &delivered)
 	}
 	o := opts.localOpts.deliver
 	o.Summary = summary
-	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, o), a.DeliverBatch, in).Get(ctx, &delivered)
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, o), activityio.DeliverBatch, in).Get(ctx, &delivered)
 }
 
 // isInvalidInput reports an activity refusing its input: retrying cannot help.
 func isInvalidInput(err error) bool {
 	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && appErr.Type() == activities.InvalidInput
+	return errors.As(err, &appErr) && appErr.Type() == activityio.InvalidInput
 }
 
 // claimRefs is the id and epoch of each claimed request.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
@@ -20,14 +20,14 @@ func TestDispatcherLooksAgainSoonAfterClaimFailure(t *testing.T) {
 	batch := requests(1, 1)
 	var mu sync.Mutex
 	attempts := 0
-	dt.claim = func(int) (activities.ClaimBatchResult, error) {
+	dt.claim = func(int) (activityio.ClaimBatchResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts++
 		if attempts <= localAttempts {
-			return activities.ClaimBatchResult{}, errors.New("claiming dispatch requests: connection refused")
+			return activityio.ClaimBatchResult{}, errors.New("claiming dispatch requests: connection refused")
 		}
-		return activities.ClaimBatchResult{Claimed: batch}, nil
+		return activityio.ClaimBatchResult{Claimed: batch}, nil
 	}
 
 	requireContinuedAsNew(t, dt.run(in))
@@ -39,7 +39,7 @@ func TestDispatcherLooksAgainSoonAfterClaimFailure(t *testing.T) {
 	require.Less(t, claims[1], in.PollInterval, "a failed claim is retried before the tick")
 	deliveries := dt.rec.of(deliverActivity)
 	require.Len(t, deliveries, 1)
-	require.Equal(t, refs(batch), deliveries[0].Input.(activities.DeliverBatchInput).Requests)
+	require.Equal(t, refs(batch), deliveries[0].Input.(activityio.DeliverBatchInput).Requests)
 	require.Len(t, dt.logs.find("claiming dispatch requests failed; looking again soon"), 1)
 }
 
@@ -57,13 +57,13 @@ func TestDispatcherRunsBeforeLocalActivitiesKeepRegularOnes(t *testing.T) {
 	dt.claims = [][]domain.ClaimedRequest{requests(1, 2), requests(2, 1)}
 	var mu sync.Mutex
 	var attempts []time.Duration // workflow time of each attempt on the first batch
-	dt.deliver = func(_ int, req activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {
+	dt.deliver = func(_ int, req activityio.DeliverBatchInput) (activityio.DeliverBatchResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if req.Requests[0].ID == dt.claims[0][0].ID {
 			attempts = append(attempts, dt.env.Now().Sub(testStart))
 		}
-		return activities.DeliverBatchResult{}, errors.New("writing command_queue: connection refused")
+		return activityio.DeliverBatchResult{}, errors.New("writing command_queue: connection refused")
 	}
 
 	requireContinuedAsNew(t, dt.run(in))

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
@@ -200,11 +201,11 @@ type dispatcherTest struct {
 	rec  *scheduleRecorder
 	logs *logRecorder
 
-	maintain func(n int) (activities.MaintainDispatchQueueResult, error)
+	maintain func(n int) (activityio.MaintainDispatchQueueResult, error)
 	// claim answers the nth claim (from 0); by default it returns claims[n], then nothing.
-	claim   func(n int) (activities.ClaimBatchResult, error)
+	claim   func(n int) (activityio.ClaimBatchResult, error)
 	claims  [][]domain.ClaimedRequest
-	deliver func(n int, in activities.DeliverBatchInput) (activities.DeliverBatchResult, error)
+	deliver func(n int, in activityio.DeliverBatchInput) (activityio.DeliverBatchResult, error)
 }
 
 func setup(t *testing.T) *dispatcherTest {
@@ -220,17 +221,17 @@ func setup(t *testing.T) *dispatcherTest {
 	env.RegisterActivity(&activities.Activities{})
 
 	dt := &dispatcherTest{env: env, rec: rec, logs: logs}
-	dt.maintain = func(int) (activities.MaintainDispatchQueueResult, error) {
-		return activities.MaintainDispatchQueueResult{}, nil
+	dt.maintain = func(int) (activityio.MaintainDispatchQueueResult, error) {
+		return activityio.MaintainDispatchQueueResult{}, nil
 	}
-	dt.claim = func(n int) (activities.ClaimBatchResult, error) {
+	dt.claim = func(n int) (activityio.ClaimBatchResult, error) {
 		if n < len(dt.claims) {
-			return activities.ClaimBatchResult{Claimed: dt.claims[n]}, nil
+			return activityio.ClaimBatchResult{Claimed: dt.claims[n]}, nil
 		}
-		return activities.ClaimBatchResult{}, nil
+		return activityio.ClaimBatchResult{}, nil
 	}
-	dt.deliver = func(_ int, in activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {
-		return activities.DeliverBatchResult{Dispatched: len(in.Requests)}, nil
+	dt.deliver = func(_ int, in activityio.DeliverBatchInput) (activityio.DeliverBatchResult, error) {
+		return activityio.DeliverBatchResult{Dispatched: len(in.Requests)}, nil
 	}
 
 	var mu sync.Mutex
@@ -244,15 +245,15 @@ func setup(t *testing.T) *dispatcherTest {
 	}
 	var a *activities.Activities
 	env.OnActivity(a.MaintainDispatchQueue, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.MaintainDispatchQueueInput) (activities.MaintainDispatchQueueResult, error) {
+		func(context.Context, activityio.MaintainDispatchQueueInput) (activityio.MaintainDispatchQueueResult, error) {
 			return dt.maintain(next(maintainActivity))
 		})
 	env.OnActivity(a.ClaimBatch, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.ClaimBatchInput) (activities.ClaimBatchResult, error) {
+		func(context.Context, activityio.ClaimBatchInput) (activityio.ClaimBatchResult, error) {
 			return dt.claim(next(claimActivity))
 		})
 	env.OnActivity(a.DeliverBatch, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {
+		func(_ context.Context, in activityio.DeliverBatchInput) (activityio.DeliverBatchResult, error) {
 			return dt.deliver(next(deliverActivity), in)
 		})
 	return dt
@@ -322,9 +323,9 @@ func TestDispatcherRoundDeliversPartialBatchThenWaits(t *testing.T) {
 	}, dt.rec.sequence())
 
 	all := dt.rec.all()
-	require.Equal(t, activities.MaintainDispatchQueueInput{ReplicaID: in.ReplicaID}, all[0].Input)
-	require.Equal(t, activities.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize}, all[1].Input)
-	require.Equal(t, activities.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: refs(batch)}, all[2].Input)
+	require.Equal(t, activityio.MaintainDispatchQueueInput{ReplicaID: in.ReplicaID}, all[0].Input)
+	require.Equal(t, activityio.ClaimBatchInput{ReplicaID: in.ReplicaID, Limit: in.BatchSize}, all[1].Input)
+	require.Equal(t, activityio.DeliverBatchInput{ReplicaID: in.ReplicaID, Requests: refs(batch)}, all[2].Input)
 	require.Equal(t, time.Duration(0), all[2].At, "the batch is delivered in the round that claimed it")
 
 	// A partial batch means the queue is drained: the next claim waits for the tick.
@@ -345,7 +346,7 @@ func TestDispatcherFullBatchClaimsAgainAtOnce(t *testing.T) {
 	require.Equal(t, []time.Duration{0, 0, 0, in.PollInterval}, dt.rec.times(claimActivity))
 	var delivered [][]domain.ClaimRef
 	for _, s := range dt.rec.of(deliverActivity) {
-		delivered = append(delivered, s.Input.(activities.DeliverBatchInput).Requests)
+		delivered = append(delivered, s.Input.(activityio.DeliverBatchInput).Requests)
 		require.Equal(t, time.Duration(0), s.At)
 	}
 	require.Equal(t, [][]domain.ClaimRef{refs(dt.claims[0]), refs(dt.claims[1]), refs(dt.claims[2])}, delivered)
@@ -401,7 +402,7 @@ func TestDispatcherWakeSignalClaimsBeforeTick(t *testing.T) {
 	deliveries := dt.rec.of(deliverActivity)
 	require.Len(t, deliveries, 1)
 	require.Equal(t, 5*time.Second, deliveries[0].At)
-	require.Equal(t, refs(batch), deliveries[0].Input.(activities.DeliverBatchInput).Requests)
+	require.Equal(t, refs(batch), deliveries[0].Input.(activityio.DeliverBatchInput).Requests)
 }
 
 func TestDispatcherCoalescesWakeSignals(t *testing.T) {
@@ -429,13 +430,13 @@ func TestDispatcherCoalescesWakeSignals(t *testing.T) {
 		in := input(3)
 		// New requests arrive while the first claim runs: the round after it must look
 		// again (once), since the claim may have missed them.
-		dt.claim = func(n int) (activities.ClaimBatchResult, error) {
+		dt.claim = func(n int) (activityio.ClaimBatchResult, error) {
 			if n == 0 {
 				for range 3 {
 					dt.env.SignalWorkflow(WakeSignal, nil)
 				}
 			}
-			return activities.ClaimBatchResult{}, nil
+			return activityio.ClaimBatchResult{}, nil
 		}
 
 		requireContinuedAsNew(t, dt.run(in))
@@ -470,8 +471,8 @@ func TestDispatcherContinuesAsNewWithSameInput(t *testing.T) {
 		in := input(0)
 		in.BatchSize = 1
 		full := requests(1, 1)
-		dt.claim = func(int) (activities.ClaimBatchResult, error) {
-			return activities.ClaimBatchResult{Claimed: full}, nil
+		dt.claim = func(int) (activityio.ClaimBatchResult, error) {
+			return activityio.ClaimBatchResult{Claimed: full}, nil
 		}
 
 		requireContinuedAsNew(t, dt.run(in))
@@ -487,10 +488,10 @@ func TestDispatcherDrainsWakeSignalsBeforeContinueAsNew(t *testing.T) {
 	in.BatchSize = 1
 	// The last round claims a full batch, so the run ends without waiting, with the
 	// wake-ups sent during the claim still buffered. The next run claims at once anyway.
-	dt.claim = func(int) (activities.ClaimBatchResult, error) {
+	dt.claim = func(int) (activityio.ClaimBatchResult, error) {
 		dt.env.SignalWorkflow(WakeSignal, nil)
 		dt.env.SignalWorkflow(WakeSignal, nil)
-		return activities.ClaimBatchResult{Claimed: requests(1, 1)}, nil
+		return activityio.ClaimBatchResult{Claimed: requests(1, 1)}, nil
 	}
 
 	requireContinuedAsNew(t, dt.run(in))
@@ -516,13 +517,13 @@ func TestDispatcherCarriesOnAfterDeliveryFailure(t *testing.T) {
 	dt.claims = [][]domain.ClaimedRequest{requests(1, 2), requests(2, 1)}
 	var mu sync.Mutex
 	attempts := 0 // attempts on the first batch
-	dt.deliver = func(_ int, req activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {
+	dt.deliver = func(_ int, req activityio.DeliverBatchInput) (activityio.DeliverBatchResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if req.Requests[0].ID == dt.claims[0][0].ID {
 			attempts++
 		}
-		return activities.DeliverBatchResult{}, errors.New("writing command_queue: connection refused")
+		return activityio.DeliverBatchResult{}, errors.New("writing command_queue: connection refused")
 	}
 
 	requireContinuedAsNew(t, dt.run(in))
@@ -536,7 +537,7 @@ func TestDispatcherCarriesOnAfterDeliveryFailure(t *testing.T) {
 	require.Len(t, dt.rec.of(claimActivity), 2)
 	deliveries := dt.rec.of(deliverActivity)
 	require.Len(t, deliveries, 2)
-	require.Equal(t, refs(dt.claims[1]), deliveries[1].Input.(activities.DeliverBatchInput).Requests)
+	require.Equal(t, refs(dt.claims[1]), deliveries[1].Input.(activityio.DeliverBatchInput).Requests)
 	failures := dt.logs.find("delivering claimed batch failed")
 	require.Len(t, failures, 2)
 	require.Equal(t, slog.LevelError, failures[0].Level)
@@ -546,8 +547,8 @@ func TestDispatcherCarriesOnAfterDeliveryFailure(t *testing.T) {
 func TestDispatcherCarriesOnAfterMaintenanceFailure(t *testing.T) {
 	t.Parallel()
 	dt := setup(t)
-	dt.maintain = func(int) (activities.MaintainDispatchQueueResult, error) {
-		return activities.MaintainDispatchQueueResult{}, temporal.NewNonRetryableApplicationError("maintenance refused", activities.InvalidInput, nil)
+	dt.maintain = func(int) (activityio.MaintainDispatchQueueResult, error) {
+		return activityio.MaintainDispatchQueueResult{}, temporal.NewNonRetryableApplicationError("maintenance refused", activityio.InvalidInput, nil)
 	}
 	dt.claims = [][]domain.ClaimedRequest{requests(1, 1)}
 
@@ -577,7 +578,7 @@ func TestDispatcherRejectsInvalidInput(t *testing.T) {
 
 			var appErr *temporal.ApplicationError
 			require.ErrorAs(t, err, &appErr)
-			require.Equal(t, activities.InvalidInput, appErr.Type())
+			require.Equal(t, activityio.InvalidInput, appErr.Type())
 			require.True(t, appErr.NonRetryable())
 			require.Empty(t, dt.rec.all(), "nothing is scheduled for invalid input")
 		})
@@ -621,7 +622,7 @@ func TestDispatcherActivityOptions(t *testing.T) {
 		// workflow task as local activities, with a few short attempts.
 		require.False(t, maintain.Local)
 		require.Positive(t, maintain.Options.StartToCloseTimeout)
-		require.Contains(t, maintain.Options.RetryPolicy.NonRetryableErrorTypes, activities.InvalidInput)
+		require.Contains(t, maintain.Options.RetryPolicy.NonRetryableErrorTypes, activityio.InvalidInput)
 		require.NotEmpty(t, maintain.Options.Summary)
 		// Failing maintenance gives up after a few attempts instead of holding up claims.
 		require.Equal(t, int32(3), maintain.Options.RetryPolicy.MaximumAttempts)
@@ -630,7 +631,7 @@ func TestDispatcherActivityOptions(t *testing.T) {
 			o := s.LocalOptions
 			require.Positive(t, o.StartToCloseTimeout, s.Activity)
 			require.NotNil(t, o.RetryPolicy, s.Activity)
-			require.Contains(t, o.RetryPolicy.NonRetryableErrorTypes, activities.InvalidInput, s.Activity)
+			require.Contains(t, o.RetryPolicy.NonRetryableErrorTypes, activityio.InvalidInput, s.Activity)
 			require.Equal(t, int32(localAttempts), o.RetryPolicy.MaximumAttempts, s.Activity)
 			// Retries stay within the workflow task, under the same activity id.
 			require.Less(t, o.RetryPolicy.MaximumInterval, 10*time.Second, s.Activity)

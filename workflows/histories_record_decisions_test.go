@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
@@ -52,13 +52,13 @@ func newWindowStandIn(targets int) *windowStandIn {
 }
 
 // StartDeployment stands in for activities.Activities.StartDeployment.
-func (w *windowStandIn) StartDeployment(_ context.Context, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
-	id, err := activities.DeploymentIDFor(in.WorkflowID, in.Spec)
-	return activities.StartDeploymentResult{DeploymentID: id.String(), TargetCount: w.targets}, err
+func (w *windowStandIn) StartDeployment(_ context.Context, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
+	id, err := activityio.DeploymentIDFor(in.WorkflowID, in.Spec)
+	return activityio.StartDeploymentResult{DeploymentID: id.String(), TargetCount: w.targets}, err
 }
 
 // AdvanceStep stands in for activities.Activities.AdvanceStep.
-func (w *windowStandIn) AdvanceStep(ctx context.Context, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+func (w *windowStandIn) AdvanceStep(ctx context.Context, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 	w.mu.Lock()
 	call := w.calls[in.Position]
 	w.calls[in.Position]++
@@ -68,7 +68,7 @@ func (w *windowStandIn) AdvanceStep(ctx context.Context, in activities.AdvanceSt
 		select {
 		case <-w.release:
 		case <-ctx.Done():
-			return activities.AdvanceStepResult{}, ctx.Err()
+			return activityio.AdvanceStepResult{}, ctx.Err()
 		}
 	}
 	if w.failFirst[in.Position] && call == 0 {
@@ -79,32 +79,32 @@ func (w *windowStandIn) AdvanceStep(ctx context.Context, in activities.AdvanceSt
 }
 
 // StartStep stands in for activities.Activities.StartStep.
-func (w *windowStandIn) StartStep(context.Context, activities.StartStepInput) error { return nil }
+func (w *windowStandIn) StartStep(context.Context, activityio.StartStepInput) error { return nil }
 
 // FinishStep stands in for activities.Activities.FinishStep.
-func (w *windowStandIn) FinishStep(context.Context, activities.FinishStepInput) error { return nil }
+func (w *windowStandIn) FinishStep(context.Context, activityio.FinishStepInput) error { return nil }
 
 // SkipSteps stands in for activities.Activities.SkipSteps.
-func (w *windowStandIn) SkipSteps(context.Context, activities.SkipStepsInput) error { return nil }
+func (w *windowStandIn) SkipSteps(context.Context, activityio.SkipStepsInput) error { return nil }
 
 // CancelDeploymentWork stands in for activities.Activities.CancelDeploymentWork.
 func (w *windowStandIn) CancelDeploymentWork(context.Context, string) (int, error) { return 0, nil }
 
 // FinishDeployment stands in for activities.Activities.FinishDeployment.
-func (w *windowStandIn) FinishDeployment(_ context.Context, in activities.FinishDeploymentInput) (string, error) {
+func (w *windowStandIn) FinishDeployment(_ context.Context, in activityio.FinishDeploymentInput) (string, error) {
 	return in.Status, nil
 }
 
 // SetWaiting stands in for activities.Activities.SetWaiting.
-func (w *windowStandIn) SetWaiting(context.Context, activities.SetWaitingInput) error { return nil }
+func (w *windowStandIn) SetWaiting(context.Context, activityio.SetWaitingInput) error { return nil }
 
 // RecordDecision stands in for activities.Activities.RecordDecision.
-func (w *windowStandIn) RecordDecision(_ context.Context, in activities.RecordDecisionInput) (api.Decision, error) {
+func (w *windowStandIn) RecordDecision(_ context.Context, in activityio.RecordDecisionInput) (api.Decision, error) {
 	return api.Decision{Decision: in.Decision, By: in.By, At: in.At, Step: in.Step, Comment: in.Comment}, nil
 }
 
 // RetryStep stands in for activities.Activities.RetryStep.
-func (w *windowStandIn) RetryStep(context.Context, activities.RetryStepInput) (int, error) {
+func (w *windowStandIn) RetryStep(context.Context, activityio.RetryStepInput) (int, error) {
 	return 1, nil
 }
 

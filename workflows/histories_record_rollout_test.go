@@ -7,7 +7,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
@@ -27,7 +27,7 @@ func newRolloutStandIn(targets int, failing map[int]map[int]bool) *rolloutStandI
 }
 
 // AdvanceStep stands in for activities.Activities.AdvanceStep.
-func (r *rolloutStandIn) AdvanceStep(_ context.Context, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+func (r *rolloutStandIn) AdvanceStep(_ context.Context, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 	w := in.Window
 	total := w.Total(r.targets)
 	end := total
@@ -58,7 +58,7 @@ func (r *rolloutStandIn) AdvanceStep(_ context.Context, in activities.AdvanceSte
 }
 
 // TouchedTargets stands in for activities.Activities.TouchedTargets.
-func (r *rolloutStandIn) TouchedTargets(context.Context, activities.TouchedTargetsInput) (int, error) {
+func (r *rolloutStandIn) TouchedTargets(context.Context, activityio.TouchedTargetsInput) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.touched, nil

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
@@ -68,43 +68,43 @@ func newDeploymentStandIn(targets ...string) *deploymentStandIn {
 }
 
 // StartDeployment stands in for activities.Activities.StartDeployment.
-func (d *deploymentStandIn) StartDeployment(_ context.Context, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
-	id, err := activities.DeploymentIDFor(in.WorkflowID, in.Spec)
+func (d *deploymentStandIn) StartDeployment(_ context.Context, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
+	id, err := activityio.DeploymentIDFor(in.WorkflowID, in.Spec)
 	if err != nil {
-		return activities.StartDeploymentResult{}, err
+		return activityio.StartDeploymentResult{}, err
 	}
-	return activities.StartDeploymentResult{DeploymentID: id.String(), Targets: d.targets}, nil
+	return activityio.StartDeploymentResult{DeploymentID: id.String(), Targets: d.targets}, nil
 }
 
 // StartStep stands in for activities.Activities.StartStep.
-func (d *deploymentStandIn) StartStep(context.Context, activities.StartStepInput) error { return nil }
+func (d *deploymentStandIn) StartStep(context.Context, activityio.StartStepInput) error { return nil }
 
 // EnqueueStepTargets stands in for activities.Activities.EnqueueStepTargets.
-func (d *deploymentStandIn) EnqueueStepTargets(_ context.Context, in activities.EnqueueStepTargetsInput) error {
+func (d *deploymentStandIn) EnqueueStepTargets(_ context.Context, in activityio.EnqueueStepTargetsInput) error {
 	if in.Position == d.enqueueFailsAt {
 		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("step %d: working_dir must be absolute", in.Position), activities.InvalidSpec, nil)
+			fmt.Sprintf("step %d: working_dir must be absolute", in.Position), activityio.InvalidSpec, nil)
 	}
 	return nil
 }
 
 // AwaitStepResults stands in for activities.Activities.AwaitStepResults.
-func (d *deploymentStandIn) AwaitStepResults(ctx context.Context, in activities.AwaitStepResultsInput) (activities.AwaitStepResultsResult, error) {
+func (d *deploymentStandIn) AwaitStepResults(ctx context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
 	if in.Position == d.blockAt {
-		return activities.AwaitStepResultsResult{}, blockUntilCancelled(ctx, d.blocked, d.release)
+		return activityio.AwaitStepResultsResult{}, blockUntilCancelled(ctx, d.blocked, d.release)
 	}
 	d.mu.Lock()
 	call := d.awaits[in.Position]
 	d.awaits[in.Position]++
 	d.mu.Unlock()
 	if d.emptyFirstAwait && call == 0 {
-		return activities.AwaitStepResultsResult{}, nil
+		return activityio.AwaitStepResultsResult{}, nil
 	}
 	n := len(in.Waiting)
 	if d.perAwait > 0 {
 		n = min(n, d.perAwait)
 	}
-	var res activities.AwaitStepResultsResult
+	var res activityio.AwaitStepResultsResult
 	for _, target := range in.Waiting[:n] {
 		code := 0
 		r := domain.TargetResult{Target: target, Status: "succeeded", ExitCode: &code}
@@ -118,10 +118,10 @@ func (d *deploymentStandIn) AwaitStepResults(ctx context.Context, in activities.
 }
 
 // FinishStep stands in for activities.Activities.FinishStep.
-func (d *deploymentStandIn) FinishStep(context.Context, activities.FinishStepInput) error { return nil }
+func (d *deploymentStandIn) FinishStep(context.Context, activityio.FinishStepInput) error { return nil }
 
 // FinishDeployment stands in for activities.Activities.FinishDeployment.
-func (d *deploymentStandIn) FinishDeployment(_ context.Context, in activities.FinishDeploymentInput) (string, error) {
+func (d *deploymentStandIn) FinishDeployment(_ context.Context, in activityio.FinishDeploymentInput) (string, error) {
 	return in.Status, nil
 }
 
@@ -159,19 +159,19 @@ func newDispatchStandIn(claims ...int) *dispatchStandIn {
 }
 
 // ClaimBatch stands in for activities.Activities.ClaimBatch.
-func (d *dispatchStandIn) ClaimBatch(_ context.Context, in activities.ClaimBatchInput) (activities.ClaimBatchResult, error) {
+func (d *dispatchStandIn) ClaimBatch(_ context.Context, in activityio.ClaimBatchInput) (activityio.ClaimBatchResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.claimFails > 0 {
 		d.claimFails--
-		return activities.ClaimBatchResult{}, errors.New("claiming dispatch requests: connection refused")
+		return activityio.ClaimBatchResult{}, errors.New("claiming dispatch requests: connection refused")
 	}
 	n := 0
 	if d.claimN < len(d.claims) {
 		n = min(d.claims[d.claimN], in.Limit)
 	}
 	d.claimN++
-	res := activities.ClaimBatchResult{Claimed: []domain.ClaimedRequest{}}
+	res := activityio.ClaimBatchResult{Claimed: []domain.ClaimedRequest{}}
 	for i := range n {
 		d.epoch++
 		res.Claimed = append(res.Claimed, domain.ClaimedRequest{
@@ -183,19 +183,19 @@ func (d *dispatchStandIn) ClaimBatch(_ context.Context, in activities.ClaimBatch
 }
 
 // DeliverBatch stands in for activities.Activities.DeliverBatch.
-func (d *dispatchStandIn) DeliverBatch(ctx context.Context, in activities.DeliverBatchInput) (activities.DeliverBatchResult, error) {
+func (d *dispatchStandIn) DeliverBatch(ctx context.Context, in activityio.DeliverBatchInput) (activityio.DeliverBatchResult, error) {
 	d.mu.Lock()
 	call := d.deliverN
 	d.deliverN++
 	d.mu.Unlock()
 	switch call {
 	case d.deliverBlocksAt:
-		return activities.DeliverBatchResult{}, blockUntilCancelled(ctx, d.blocked, d.release)
+		return activityio.DeliverBatchResult{}, blockUntilCancelled(ctx, d.blocked, d.release)
 	case d.deliverFailsAt:
-		return activities.DeliverBatchResult{}, temporal.NewNonRetryableApplicationError(
-			"deliver input: replica_id required", activities.InvalidInput, nil)
+		return activityio.DeliverBatchResult{}, temporal.NewNonRetryableApplicationError(
+			"deliver input: replica_id required", activityio.InvalidInput, nil)
 	}
-	res := activities.DeliverBatchResult{}
+	res := activityio.DeliverBatchResult{}
 	for _, r := range in.Requests {
 		cmd := uuid.New()
 		res.Outcomes = append(res.Outcomes, domain.DeliveryOutcome{
@@ -207,12 +207,12 @@ func (d *dispatchStandIn) DeliverBatch(ctx context.Context, in activities.Delive
 }
 
 // MaintainDispatchQueue stands in for activities.Activities.MaintainDispatchQueue.
-func (d *dispatchStandIn) MaintainDispatchQueue(context.Context, activities.MaintainDispatchQueueInput) (activities.MaintainDispatchQueueResult, error) {
+func (d *dispatchStandIn) MaintainDispatchQueue(context.Context, activityio.MaintainDispatchQueueInput) (activityio.MaintainDispatchQueueResult, error) {
 	if d.maintainFails {
 		// Retried by the workflow's policy (3 attempts), then logged.
-		return activities.MaintainDispatchQueueResult{}, errors.New("reclaiming orphans: connection refused")
+		return activityio.MaintainDispatchQueueResult{}, errors.New("reclaiming orphans: connection refused")
 	}
-	return activities.MaintainDispatchQueueResult{
+	return activityio.MaintainDispatchQueueResult{
 		Reclaimed: []domain.ReclaimedRequest{{ID: uuid.New(), OldHolder: "mandible-gone", NewEpoch: 2}},
 		Expired:   []uuid.UUID{uuid.New()},
 	}, nil
@@ -222,8 +222,8 @@ func (d *dispatchStandIn) MaintainDispatchQueue(context.Context, activities.Main
 type topologyStandIn struct{}
 
 // DeclareTopology stands in for activities.Activities.DeclareTopology.
-func (*topologyStandIn) DeclareTopology(context.Context) (activities.DeclareTopologyResult, error) {
-	return activities.DeclareTopologyResult{
+func (*topologyStandIn) DeclareTopology(context.Context) (activityio.DeclareTopologyResult, error) {
+	return activityio.DeclareTopologyResult{
 		Exchanges: []string{"mantis.commands", "mantis.analysis", "mantis.dlx"},
 		Queues: []string{"mantis.commands.priority.high", "mantis.commands.priority.normal",
 			"mantis.commands.priority.low", "mantis.analysis.requests", "mantis.dlq"},

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/workflows"
@@ -52,9 +52,9 @@ func newAdvancingStandIn(targets int) *advancingStandIn {
 }
 
 // AdvanceStep stands in for activities.Activities.AdvanceStep.
-func (a *advancingStandIn) AdvanceStep(ctx context.Context, in activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+func (a *advancingStandIn) AdvanceStep(ctx context.Context, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 	if in.Position == a.blockAt {
-		return activities.AdvanceStepResult{}, blockUntilCancelled(ctx, a.blocked, a.release)
+		return activityio.AdvanceStepResult{}, blockUntilCancelled(ctx, a.blocked, a.release)
 	}
 	a.mu.Lock()
 	a.calls[in.Position]++

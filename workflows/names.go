@@ -3,9 +3,8 @@
 package workflows
 
 import (
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/mantis-deploy/mantis/activities"
 )
 
 // Protocol names of Mantis's workflows, as they appear in the Temporal Web UI: the
@@ -38,8 +37,8 @@ func DispatcherWorkflowID(replica string) string { return "dispatcher:" + replic
 func ReplicaTaskQueue(replica string) string { return TaskQueuePrefix + replica }
 
 // DeploymentWorkflowID is the workflow id of a deployment. StartDeployment reads the
-// deployment id back from it (activities.DeploymentWorkflowIDPrefix).
-func DeploymentWorkflowID(id string) string { return activities.DeploymentWorkflowIDPrefix + id }
+// deployment id back from it (activityio.DeploymentWorkflowIDPrefix).
+func DeploymentWorkflowID(id string) string { return activityio.DeploymentWorkflowIDPrefix + id }
 
 // TopologyWorkflowID is the id of replica's topology declaration at start-up.
 func TopologyWorkflowID(replica string) string { return "topology:" + replica }

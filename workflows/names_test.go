@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/workflows"
 )
 
@@ -23,7 +23,7 @@ func TestDefaultDeploymentTaskQueueIsTheConfigDefault(t *testing.T) {
 func TestDeploymentWorkflowIDRoundTrips(t *testing.T) {
 	t.Parallel()
 	const id = "0b5b7c1e-8d6e-4a55-9a51-2f1d3c4b5a69"
-	got, err := activities.DeploymentIDFor(workflows.DeploymentWorkflowID(id), workflows.DeploymentInput{}.Deployment)
+	got, err := activityio.DeploymentIDFor(workflows.DeploymentWorkflowID(id), workflows.DeploymentInput{}.Deployment)
 	require.NoError(t, err)
 	require.Equal(t, id, got.String())
 }

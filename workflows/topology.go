@@ -3,17 +3,15 @@ package workflows
 import (
 	"time"
 
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/mantis-deploy/mantis/activities"
 )
 
 // DeclareTopology runs the topology activity on the replica's own task queue. A
 // broker that is down is retried for a couple of minutes; a PRECONDITION_FAILED is not
 // retried.
-func DeclareTopology(ctx workflow.Context) (activities.DeclareTopologyResult, error) {
-	var a *activities.Activities
+func DeclareTopology(ctx workflow.Context) (activityio.DeclareTopologyResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: 2 * time.Minute,
@@ -22,10 +20,10 @@ func DeclareTopology(ctx workflow.Context) (activities.DeclareTopologyResult, er
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
 			MaximumInterval:        15 * time.Second,
-			NonRetryableErrorTypes: []string{activities.TopologyPreconditionFailed, activities.NoBroker},
+			NonRetryableErrorTypes: []string{activityio.TopologyPreconditionFailed, activityio.NoBroker},
 		},
 	})
-	var res activities.DeclareTopologyResult
-	err := workflow.ExecuteActivity(ctx, a.DeclareTopology).Get(ctx, &res)
+	var res activityio.DeclareTopologyResult
+	err := workflow.ExecuteActivity(ctx, activityio.DeclareTopology).Get(ctx, &res)
 	return res, err
 }

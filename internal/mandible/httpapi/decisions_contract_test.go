@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -26,22 +26,22 @@ import (
 // workflow's own behaviour is tested in package workflows and end to end.
 type approvalStandIn struct{}
 
-func (approvalStandIn) StartDeployment(_ context.Context, in activities.StartDeploymentInput) (activities.StartDeploymentResult, error) {
-	id, err := activities.DeploymentIDFor(in.WorkflowID, in.Spec)
-	return activities.StartDeploymentResult{DeploymentID: id.String(), TargetCount: 1}, err
+func (approvalStandIn) StartDeployment(_ context.Context, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
+	id, err := activityio.DeploymentIDFor(in.WorkflowID, in.Spec)
+	return activityio.StartDeploymentResult{DeploymentID: id.String(), TargetCount: 1}, err
 }
-func (approvalStandIn) StartStep(context.Context, activities.StartStepInput) error   { return nil }
-func (approvalStandIn) FinishStep(context.Context, activities.FinishStepInput) error { return nil }
-func (approvalStandIn) SkipSteps(context.Context, activities.SkipStepsInput) error   { return nil }
-func (approvalStandIn) SetWaiting(context.Context, activities.SetWaitingInput) error { return nil }
+func (approvalStandIn) StartStep(context.Context, activityio.StartStepInput) error   { return nil }
+func (approvalStandIn) FinishStep(context.Context, activityio.FinishStepInput) error { return nil }
+func (approvalStandIn) SkipSteps(context.Context, activityio.SkipStepsInput) error   { return nil }
+func (approvalStandIn) SetWaiting(context.Context, activityio.SetWaitingInput) error { return nil }
 func (approvalStandIn) CancelDeploymentWork(context.Context, string) (int, error)    { return 0, nil }
-func (approvalStandIn) AdvanceStep(context.Context, activities.AdvanceStepInput) (activities.AdvanceStepResult, error) {
+func (approvalStandIn) AdvanceStep(context.Context, activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 	return domain.StepProgress{Total: 1, Enqueued: 1, Succeeded: 1, Done: true, Status: domain.StepSucceeded}, nil
 }
-func (approvalStandIn) FinishDeployment(_ context.Context, in activities.FinishDeploymentInput) (string, error) {
+func (approvalStandIn) FinishDeployment(_ context.Context, in activityio.FinishDeploymentInput) (string, error) {
 	return in.Status, nil
 }
-func (approvalStandIn) RecordDecision(_ context.Context, in activities.RecordDecisionInput) (api.Decision, error) {
+func (approvalStandIn) RecordDecision(_ context.Context, in activityio.RecordDecisionInput) (api.Decision, error) {
 	return api.Decision{Decision: in.Decision, By: in.By, At: in.At, Step: in.Step, Comment: in.Comment}, nil
 }
 

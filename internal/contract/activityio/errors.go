@@ -1,4 +1,4 @@
-package activities
+package activityio
 
 // Temporal application error types of Mantis's activities and workflows. A retry
 // policy names them in NonRetryableErrorTypes and a caller compares them with
