@@ -36,6 +36,9 @@ func (a *Activities) SetWaiting(ctx context.Context, in activityio.SetWaitingInp
 // RetryStep sets the step running again: the requests of its failed targets are
 // superseded, and the next AdvanceStep enqueues those targets as new requests
 // (schema.RetryStep). It returns how many targets run again.
+//
+// Runs from before the "struct-activity-io" change schedule it; newer runs
+// schedule RetryStepRound.
 func (a *Activities) RetryStep(ctx context.Context, in activityio.RetryStepInput) (int, error) {
 	id, err := deploymentID(in.DeploymentID)
 	if err != nil {

@@ -190,6 +190,9 @@ func (a *Activities) FinishStep(ctx context.Context, in activityio.FinishStepInp
 
 // FinishDeployment records the deployment's end and returns its final state (a
 // deployment already failed by a dead Thorax stays failed).
+//
+// Runs from before the "struct-activity-io" change schedule it; newer runs
+// schedule EndDeployment.
 func (a *Activities) FinishDeployment(ctx context.Context, in activityio.FinishDeploymentInput) (string, error) {
 	id, err := deploymentID(in.DeploymentID)
 	if err != nil {
@@ -204,6 +207,9 @@ func (a *Activities) FinishDeployment(ctx context.Context, in activityio.FinishD
 }
 
 // CancelDeploymentWork cancels what a cancelled deployment has not finished.
+//
+// Runs from before the "struct-activity-io" change schedule it; newer runs
+// schedule CancelDeployment.
 func (a *Activities) CancelDeploymentWork(ctx context.Context, deployment string) (int, error) {
 	id, err := deploymentID(deployment)
 	if err != nil {

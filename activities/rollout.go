@@ -38,6 +38,9 @@ func (a *Activities) resolveVerifyHosts(ctx context.Context, s spec.Deployment) 
 // TouchedTargets counts the targets the deployment's steps (positions below Steps)
 // reached: a prefix of its targets in order, since every step starts them in that
 // order. Its rollback steps run on that prefix.
+//
+// Runs from before the "struct-activity-io" change schedule it; newer runs
+// schedule CountTouchedTargets.
 func (a *Activities) TouchedTargets(ctx context.Context, in activityio.TouchedTargetsInput) (int, error) {
 	id, err := deploymentID(in.DeploymentID)
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 const (
 	recordDecisionActivity = "RecordDecision"
 	setWaitingActivity     = "SetWaiting"
-	retryStepActivity      = "RetryStep"
+	retryStepActivity      = "RetryStepRound"
 )
 
 // decisionTest is a windowed deployment test whose decision activities are mocked.
@@ -48,7 +48,7 @@ func setupDecisions(t *testing.T) *decisionTest {
 	var a *activities.Activities
 	wt.env.OnActivity(a.StartStep, mock.Anything, mock.Anything).Return(nil)
 	wt.env.OnActivity(a.SetWaiting, mock.Anything, mock.Anything).Return(nil)
-	wt.env.OnActivity(a.RetryStep, mock.Anything, mock.Anything).Return(1, nil)
+	wt.env.OnActivity(a.RetryStepRound, mock.Anything, mock.Anything).Return(activityio.RetryStepRoundResult{Targets: 1}, nil)
 	wt.env.OnActivity(a.RecordDecision, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activityio.RecordDecisionInput) (api.Decision, error) {
 			return api.Decision{Decision: in.Decision, By: in.By, At: in.At, Step: in.Step, Comment: in.Comment}, nil

@@ -46,8 +46,7 @@ func stopsDeployment(step spec.Step, sr StepResult) (bool, string) {
 
 // cancelDeploymentWork stops what an interrupted step left outstanding.
 func cancelDeploymentWork(endCtx workflow.Context, deploymentID string) {
-	var n int
-	if err := workflow.ExecuteActivity(endCtx, activityio.CancelDeploymentWork, deploymentID).Get(endCtx, &n); err != nil {
+	if err := cancelWork(endCtx, deploymentID); err != nil {
 		workflow.GetLogger(endCtx).Error("cancelling deployment work failed", "err", err)
 	}
 }
@@ -71,9 +70,8 @@ func finishInterruptedStep(endCtx workflow.Context, deploymentID string, pos int
 // no error when it succeeded, a cancelled error when it was cancelled, and a
 // non-retryable DeploymentFailed error carrying the result otherwise.
 func finishDeployment(endCtx workflow.Context, result DeploymentResult, status, reason string) (DeploymentResult, error) {
-	var final string
-	if err := workflow.ExecuteActivity(endCtx, activityio.FinishDeployment, activityio.FinishDeploymentInput{
-		DeploymentID: result.DeploymentID, Status: status, Reason: reason}).Get(endCtx, &final); err != nil {
+	final, err := endDeployment(endCtx, activityio.FinishDeploymentInput{DeploymentID: result.DeploymentID, Status: status, Reason: reason})
+	if err != nil {
 		return result, err
 	}
 	result.Status = final

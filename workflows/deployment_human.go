@@ -67,10 +67,9 @@ func (d *deciding) retry(ctx workflow.Context, step spec.Step) error {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, RetryPolicy: deploymentRetry(),
 		Summary: fmt.Sprintf("retry step %d %s on its failed targets (round %d)", d.p.Step, step.Name, d.p.Round)})
-	var n int
-	return workflow.ExecuteActivity(actx, activityio.RetryStep, activityio.RetryStepInput{
+	return retryRound(actx, activityio.RetryStepInput{
 		StepInput: activityio.StepInput{DeploymentID: d.p.DeploymentID, Position: d.p.Step}, Round: d.p.Round,
-	}).Get(ctx, &n)
+	})
 }
 
 // runApproval waits for an approval step's decision, or its timeout, and records the

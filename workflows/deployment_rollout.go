@@ -223,9 +223,8 @@ func failedTargetWhy(t domain.TargetResult) string {
 // and never rolls back again.
 func (d *deciding) rollBack(ctx workflow.Context, reason string) ([]StepResult, string) {
 	actx := withShortActivity(ctx)
-	var touched int
-	if err := workflow.ExecuteActivity(actx, activityio.TouchedTargets, activityio.TouchedTargetsInput{
-		DeploymentID: d.p.DeploymentID, Steps: len(d.spec.Steps)}).Get(ctx, &touched); err != nil {
+	touched, err := countTouched(actx, activityio.TouchedTargetsInput{DeploymentID: d.p.DeploymentID, Steps: len(d.spec.Steps)})
+	if err != nil {
 		return nil, reason + "; ROLLBACK NOT RUN: counting the targets it touched failed: " + err.Error()
 	}
 	if touched == 0 {

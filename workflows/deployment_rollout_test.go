@@ -40,7 +40,7 @@ func TestExceededBudgetCancelsOrFinishesWhatRuns(t *testing.T) {
 	for mode, cancels := range map[string]int{spec.BudgetCancel: 1, spec.BudgetFinish: 0, "": 0} {
 		wt, err := budgetRun(t, mode)
 		require.ErrorContains(t, err, "failure budget exceeded: 1 target failures across the deployment", "mode %q", mode)
-		require.Len(t, wt.rec.of("CancelDeploymentWork"), cancels, "mode %q", mode)
+		require.Len(t, wt.rec.of("CancelDeployment"), cancels, "mode %q", mode)
 		for _, in := range inputsOf[activityio.AdvanceStepInput](t, wt.rec, advanceActivity) {
 			require.Equal(t, 2, in.Window.BatchEnd, "mode %q: only the first batch ever starts", mode)
 			require.NotNil(t, in.Window.FailureRoom)

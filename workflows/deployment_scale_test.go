@@ -72,11 +72,13 @@ func (s *scaleStandIn) FinishStep(context.Context, activityio.FinishStepInput) e
 
 func (s *scaleStandIn) SkipSteps(context.Context, activityio.SkipStepsInput) error { return nil }
 
-func (s *scaleStandIn) FinishDeployment(_ context.Context, in activityio.FinishDeploymentInput) (string, error) {
-	return in.Status, nil
+func (s *scaleStandIn) EndDeployment(_ context.Context, in activityio.FinishDeploymentInput) (activityio.EndDeploymentResult, error) {
+	return activityio.EndDeploymentResult{Status: in.Status}, nil
 }
 
-func (s *scaleStandIn) CancelDeploymentWork(context.Context, string) (int, error) { return 0, nil }
+func (s *scaleStandIn) CancelDeployment(context.Context, activityio.CancelDeploymentInput) (activityio.CancelDeploymentResult, error) {
+	return activityio.CancelDeploymentResult{}, nil
+}
 
 // runFigure is one run's history as the server counts it, and what the run carried.
 type runFigure struct {

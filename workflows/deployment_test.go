@@ -36,8 +36,8 @@ const (
 	enqueueActivity          = "EnqueueStepTargets"
 	awaitActivity            = "AwaitStepResults"
 	finishStepActivity       = "FinishStep"
-	finishDeploymentActivity = "FinishDeployment"
-	cancelWorkActivity       = "CancelDeploymentWork"
+	finishDeploymentActivity = "EndDeployment"
+	cancelWorkActivity       = "CancelDeployment"
 )
 
 // testDeploymentID is the deployment id StartDeployment answers with.
@@ -125,11 +125,12 @@ func setupDeployment(t *testing.T) *deploymentTest {
 			return dt.await(ctx, in)
 		})
 	env.OnActivity(a.FinishStep, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.FinishDeployment, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activityio.FinishDeploymentInput) (string, error) {
-			return dt.finish(in)
+	env.OnActivity(a.EndDeployment, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activityio.FinishDeploymentInput) (activityio.EndDeploymentResult, error) {
+			final, err := dt.finish(in)
+			return activityio.EndDeploymentResult{Status: final}, err
 		})
-	env.OnActivity(a.CancelDeploymentWork, mock.Anything, mock.Anything).Return(0, nil)
+	env.OnActivity(a.CancelDeployment, mock.Anything, mock.Anything).Return(activityio.CancelDeploymentResult{}, nil)
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		u := upsert{Attributes: args.Get(0).(temporal.SearchAttributes), Scheduled: len(rec.all())}
 		dt.mu.Lock()
@@ -532,7 +533,7 @@ func TestDeploymentCancelledWhileAwaitingResults(t *testing.T) {
 		startStepActivity, enqueueActivity, awaitActivity, // step 1, cancelled
 		cancelWorkActivity, finishStepActivity, finishStepActivity, finishDeploymentActivity,
 	}, dt.rec.sequence())
-	require.Equal(t, []string{testDeploymentID}, inputsOf[string](t, dt.rec, cancelWorkActivity))
+	require.Equal(t, []activityio.CancelDeploymentInput{{DeploymentID: testDeploymentID}}, inputsOf[activityio.CancelDeploymentInput](t, dt.rec, cancelWorkActivity))
 	stepIn := func(pos int) activityio.StepInput {
 		return activityio.StepInput{DeploymentID: testDeploymentID, Position: pos}
 	}
@@ -728,14 +729,14 @@ func TestDeploymentStepActivityErrorFinishesTheStep(t *testing.T) {
 	}
 	_, err := dt.run(deploymentSpec(dt.targets, 3))
 	require.Error(t, err)
-	require.Len(t, inputsOf[string](t, dt.rec, "CancelDeploymentWork"), 1, "outstanding work is cancelled")
+	require.Len(t, inputsOf[activityio.CancelDeploymentInput](t, dt.rec, cancelWorkActivity), 1, "outstanding work is cancelled")
 	finishes := inputsOf[activityio.FinishStepInput](t, dt.rec, "FinishStep")
 	byPos := map[int]string{}
 	for _, f := range finishes {
 		byPos[f.Position] = f.Status
 	}
 	require.Equal(t, map[int]string{0: "succeeded", 1: "failed", 2: "skipped"}, byPos)
-	ends := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, "FinishDeployment")
+	ends := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)
 	require.Len(t, ends, 1)
 	require.Equal(t, "failed", ends[0].Status)
 }
@@ -751,7 +752,7 @@ func TestDeploymentCancelledWhileStarting(t *testing.T) {
 	}
 	_, err := dt.run(deploymentSpec(dt.targets, 2))
 	require.True(t, temporal.IsCanceledError(err), "%v", err)
-	ends := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, "FinishDeployment")
+	ends := inputsOf[activityio.FinishDeploymentInput](t, dt.rec, finishDeploymentActivity)
 	require.Len(t, ends, 1)
 	require.Equal(t, "cancelled", ends[0].Status)
 	require.Empty(t, inputsOf[activityio.StartStepInput](t, dt.rec, "StartStep"), "no step starts after a cancel")

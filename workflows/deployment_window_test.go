@@ -78,9 +78,11 @@ func setupWindow(t *testing.T) *windowTest {
 		})
 	env.OnActivity(a.FinishStep, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(a.SkipSteps, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(a.CancelDeploymentWork, mock.Anything, mock.Anything).Return(0, nil)
-	env.OnActivity(a.FinishDeployment, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activityio.FinishDeploymentInput) (string, error) { return in.Status, nil })
+	env.OnActivity(a.CancelDeployment, mock.Anything, mock.Anything).Return(activityio.CancelDeploymentResult{}, nil)
+	env.OnActivity(a.EndDeployment, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activityio.FinishDeploymentInput) (activityio.EndDeploymentResult, error) {
+			return activityio.EndDeploymentResult{Status: in.Status}, nil
+		})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Return()
 	return wt
 }

@@ -95,6 +95,16 @@ func (w *windowStandIn) FinishDeployment(_ context.Context, in activityio.Finish
 	return in.Status, nil
 }
 
+// CancelDeployment stands in for activities.Activities.CancelDeployment.
+func (w *windowStandIn) CancelDeployment(context.Context, activityio.CancelDeploymentInput) (activityio.CancelDeploymentResult, error) {
+	return activityio.CancelDeploymentResult{}, nil
+}
+
+// EndDeployment stands in for activities.Activities.EndDeployment.
+func (w *windowStandIn) EndDeployment(_ context.Context, in activityio.FinishDeploymentInput) (activityio.EndDeploymentResult, error) {
+	return activityio.EndDeploymentResult{Status: in.Status}, nil
+}
+
 // SetWaiting stands in for activities.Activities.SetWaiting.
 func (w *windowStandIn) SetWaiting(context.Context, activityio.SetWaitingInput) error { return nil }
 
@@ -106,6 +116,11 @@ func (w *windowStandIn) RecordDecision(_ context.Context, in activityio.RecordDe
 // RetryStep stands in for activities.Activities.RetryStep.
 func (w *windowStandIn) RetryStep(context.Context, activityio.RetryStepInput) (int, error) {
 	return 1, nil
+}
+
+// RetryStepRound stands in for activities.Activities.RetryStepRound.
+func (w *windowStandIn) RetryStepRound(context.Context, activityio.RetryStepInput) (activityio.RetryStepRoundResult, error) {
+	return activityio.RetryStepRoundResult{Targets: 1}, nil
 }
 
 // sendDecision sends a decision Update to the run, retrying while the deployment does
@@ -186,7 +201,7 @@ func decisionScenarios() []scenario {
 			scheduled: map[string]int{"RecordDecision": 1, "AdvanceStep": 1},
 			run:       runDeployment(decisionSpec(approval("2s", spec.OnTimeoutApprove)))},
 		{name: "deployment_on_failure_retried", activities: retried, want: []enumspb.EventType{updateAccepted, completed},
-			scheduled: map[string]int{"RetryStep": 1, "AdvanceStep": 3},
+			scheduled: map[string]int{activityio.RetryStepRound: 1, "AdvanceStep": 3},
 			run:       decided(decisionSpec(asks), api.DecisionRetry)},
 		{name: "deployment_on_failure_aborted", activities: aborted, want: []enumspb.EventType{updateCompleted, failed},
 			scheduled: map[string]int{"RecordDecision": 1, "SkipSteps": 1},

@@ -64,6 +64,12 @@ func (r *rolloutStandIn) TouchedTargets(context.Context, activityio.TouchedTarge
 	return r.touched, nil
 }
 
+// CountTouchedTargets stands in for activities.Activities.CountTouchedTargets.
+func (r *rolloutStandIn) CountTouchedTargets(ctx context.Context, in activityio.TouchedTargetsInput) (activityio.CountTouchedTargetsResult, error) {
+	n, err := r.TouchedTargets(ctx, in)
+	return activityio.CountTouchedTargetsResult{Targets: n}, err
+}
+
 // rolloutScenarios are the rollout paths: a fleet-wide budget spent in a later
 // batch of the second step, a canary failing its health gate and the rollback that
 // follows, and a step whose batches each wait for an approval.
@@ -77,13 +83,13 @@ func rolloutScenarios() []windowScenario {
 		{runs: 1, lastWant: []enumspb.EventType{failed}, scenario: scenario{
 			name: "deployment_rollout_budget_spent", activities: budget,
 			want:      []enumspb.EventType{failed, enumspb.EVENT_TYPE_TIMER_STARTED},
-			scheduled: map[string]int{"AdvanceStep": 5, "FinishDeployment": 1},
+			scheduled: map[string]int{"AdvanceStep": 5, activityio.EndDeployment: 1},
 			run: runDeployment(spec.Deployment{Name: "rolling release", Targets: ten, Steps: steps("fetch", "restart"),
 				Rollout: &spec.Rollout{Batches: []spec.BatchSize{{Count: 2}, {Count: 5}}, PauseBetween: "1s", MaxFailures: &one}})}},
 		{runs: 1, lastWant: []enumspb.EventType{failed}, scenario: scenario{
 			name: "deployment_rollout_canary_rolled_back", activities: canary,
 			want:      []enumspb.EventType{failed},
-			scheduled: map[string]int{"AdvanceStep": 3, "TouchedTargets": 1, "FinishStep": 1, "SkipSteps": 1},
+			scheduled: map[string]int{"AdvanceStep": 3, activityio.CountTouchedTargets: 1, "FinishStep": 1, "SkipSteps": 1},
 			run: runDeployment(spec.Deployment{Name: "canary release", Targets: ten, Steps: steps("install"),
 				Rollout:   &spec.Rollout{Batches: []spec.BatchSize{{Count: 2}, {Percent: 50}}, Canary: &spec.Canary{Verify: "./healthy.sh"}},
 				OnFailure: []spec.Step{{Name: "restore", Command: "./rollback.sh", Timeout: "2m"}}})}},

@@ -130,6 +130,16 @@ func (d *deploymentStandIn) CancelDeploymentWork(context.Context, string) (int, 
 	return len(d.targets), nil
 }
 
+// EndDeployment stands in for activities.Activities.EndDeployment.
+func (d *deploymentStandIn) EndDeployment(_ context.Context, in activityio.FinishDeploymentInput) (activityio.EndDeploymentResult, error) {
+	return activityio.EndDeploymentResult{Status: in.Status}, nil
+}
+
+// CancelDeployment stands in for activities.Activities.CancelDeployment.
+func (d *deploymentStandIn) CancelDeployment(context.Context, activityio.CancelDeploymentInput) (activityio.CancelDeploymentResult, error) {
+	return activityio.CancelDeploymentResult{Cancelled: len(d.targets)}, nil
+}
+
 // dispatchStandIn plays the dispatch activities for one scripted dispatcher run.
 type dispatchStandIn struct {
 	// claims is how many requests each ClaimBatch call wins, in order; then none.

@@ -90,8 +90,8 @@ func windowScenarios() []windowScenario {
 		{runs: 1, lastWant: []enumspb.EventType{canceled}, scenario: scenario{
 			name: "deployment_window_cancelled_advancing", activities: cancelled,
 			want: []enumspb.EventType{cancelAsked, actCancelAsked, actCanceled, canceled},
-			scheduled: map[string]int{"AdvanceStep": 2, "CancelDeploymentWork": 1, "FinishStep": 1,
-				"SkipSteps": 1, "FinishDeployment": 1},
+			scheduled: map[string]int{"AdvanceStep": 2, activityio.CancelDeployment: 1, "FinishStep": 1,
+				"SkipSteps": 1, activityio.EndDeployment: 1},
 			run: func(t *testing.T, r recorder) client.WorkflowRun {
 				t.Cleanup(func() { close(cancelled.release) })
 				run := runDeployment(spec.Deployment{Name: "web release", Targets: []string{"web-01", "web-02"},

@@ -41,4 +41,5 @@ var Names = []string{
 	CancelDeploymentWork, TouchedTargets, RecordDecision, SetWaiting, RetryStep,
 	ClaimBatch, DeliverBatch, MaintainDispatchQueue, DeclareTopology,
 	EnqueueStepTargets, AwaitStepResults,
+	CancelDeployment, RetryStepRound, EndDeployment, CountTouchedTargets,
 }
