@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/cli/clitest"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -50,7 +51,7 @@ func TestCheckConfigConnectReachesEveryDependency(t *testing.T) {
 	out, err := execute(t, "check-config", "--connect", "--config", connectConfig(t, testenv.DatabaseURL(t), b.Password))
 	require.NoError(t, err, out)
 	t.Log(out)
-	for _, check := range []string{checkDatabase, "rabbitmq", checkTemporal} {
+	for _, check := range []string{checkDatabase, broker.CheckName, checkTemporal} {
 		require.Regexp(t, "(?m)^"+check+": "+cli.CheckOK+"( |$)", out)
 	}
 	require.Regexp(t, `(?m)^postgresql: ok \(.*schema version \d+ of \d+\)$`, out)
@@ -72,10 +73,10 @@ func TestCheckConfigConnectNamesTheFailedCheck(t *testing.T) {
 	require.ErrorAs(t, err, &checkErr)
 	require.Len(t, checkErr.Failed, 2, out)
 	require.Contains(t, checkErr.Failed[0], checkDatabase+": connecting to 127.0.0.1:"+u.Port())
-	require.Contains(t, checkErr.Failed[1], "rabbitmq: connecting to broker")
+	require.Contains(t, checkErr.Failed[1], broker.CheckName+": connecting to broker")
 	require.Contains(t, err.Error(), "dependency checks failed: "+checkDatabase+": ")
 	require.Regexp(t, "(?m)^"+checkDatabase+": "+cli.CheckFailed+" connecting to", out)
-	require.Regexp(t, "(?m)^rabbitmq: "+cli.CheckFailed+" ", out)
+	require.Regexp(t, "(?m)^"+broker.CheckName+": "+cli.CheckFailed+" ", out)
 	require.Regexp(t, "(?m)^"+checkTemporal+": "+cli.CheckOK, out, "the other checks still run")
 	require.NotContains(t, out, "wrong-password")
 }

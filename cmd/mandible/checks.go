@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/temporalclient"
@@ -50,7 +51,9 @@ func dependencyChecks(cfg config.Mandible, logger *slog.Logger) []cli.Check {
 		}})
 	}
 	if cfg.Queue.Enabled {
-		checks = append(checks, cli.BrokerCheck(cfg.Queue, "mandible "+cfg.ReplicaID+" check-config"))
+		checks = append(checks, cli.Check{Name: broker.CheckName, Run: func(ctx context.Context) (string, error) {
+			return broker.CheckConnection(ctx, cfg.Queue, "mandible "+cfg.ReplicaID+" check-config")
+		}})
 	}
 	checks = append(checks, cli.Check{Name: checkTemporal, Run: func(ctx context.Context) (string, error) {
 		return checkTemporalNamespace(ctx, cfg.Temporal, logger)

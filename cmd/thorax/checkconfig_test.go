@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/identity"
@@ -74,7 +75,7 @@ func TestCheckConfigConnectReachesMandibleAndTheBroker(t *testing.T) {
 		thoraxConnectConfig(t, certs, mandible, testenv.RabbitMQ(t).Password))
 	require.NoError(t, err, out)
 	require.Contains(t, out, checkMandible+": "+cli.CheckOK+" ("+mandible+" serving)\n")
-	require.Regexp(t, "(?m)^rabbitmq: "+cli.CheckOK+" ", out)
+	require.Regexp(t, "(?m)^"+broker.CheckName+": "+cli.CheckOK+" ", out)
 }
 
 func TestCheckConfigConnectNamesMandibleAndBrokerFailures(t *testing.T) {
@@ -90,7 +91,7 @@ func TestCheckConfigConnectNamesMandibleAndBrokerFailures(t *testing.T) {
 	require.Len(t, checkErr.Failed, 2, out)
 	require.Contains(t, checkErr.Failed[0], checkMandible+": calling the health service at "+impostor)
 	require.Contains(t, checkErr.Failed[0], "expected a mandible")
-	require.Contains(t, checkErr.Failed[1], "rabbitmq: connecting to broker")
+	require.Contains(t, checkErr.Failed[1], broker.CheckName+": connecting to broker")
 	require.NotContains(t, out, "wrong-password")
 
 	closed := closedAddress(t)

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/identity"
@@ -23,7 +24,9 @@ const checkMandible = "mandible grpc"
 func dependencyChecks(cfg config.Thorax, _ *slog.Logger) []cli.Check {
 	checks := []cli.Check{mandibleCheck(cfg.Mandible)}
 	if cfg.Queue.Enabled {
-		checks = append(checks, cli.BrokerCheck(cfg.Queue.Queue, "thorax "+cfg.Name+" check-config"))
+		checks = append(checks, cli.Check{Name: broker.CheckName, Run: func(ctx context.Context) (string, error) {
+			return broker.CheckConnection(ctx, cfg.Queue.Queue, "thorax "+cfg.Name+" check-config")
+		}})
 	}
 	return checks
 }

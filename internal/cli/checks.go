@@ -10,9 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
-	"github.com/mantis-deploy/mantis/internal/broker"
-	"github.com/mantis-deploy/mantis/internal/config"
 )
 
 // CheckTimeout bounds each check of check-config --connect: a dependency that does
@@ -66,37 +63,6 @@ func runChecks(ctx context.Context, out io.Writer, checks []Check) error {
 		return &CheckError{Failed: failed}
 	}
 	return nil
-}
-
-// BrokerCheck is the check of the [queue] section: an AMQPS connection, with the
-// configured TLS and user, that opens a channel.
-func BrokerCheck(q config.Queue, name string) Check {
-	return Check{Name: "rabbitmq", Run: func(ctx context.Context) (string, error) {
-		done := make(chan error, 1)
-		go func() {
-			conn, err := broker.Dial(q, name)
-			if err != nil {
-				done <- err
-				return
-			}
-			defer conn.Close()
-			ch, err := conn.Channel()
-			if err != nil {
-				done <- fmt.Errorf("opening a channel: %w", err)
-				return
-			}
-			done <- ch.Close()
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("amqps://%s:%d vhost %s as %s", q.Host, q.Port, q.VHost, q.Username), nil
-		case <-ctx.Done():
-			return "", fmt.Errorf("connecting to broker at %s:%d: %w", q.Host, q.Port, ctx.Err())
-		}
-	}}
 }
 
 // GRPCCheck is the check of a gRPC server the daemon calls: a connection over creds

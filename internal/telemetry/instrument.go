@@ -6,11 +6,8 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
-	"go.temporal.io/sdk/interceptor"
 	"google.golang.org/grpc"
 )
 
@@ -65,14 +62,4 @@ func GRPCServerOption() grpc.ServerOption {
 // server in the call's metadata.
 func GRPCDialOption() grpc.DialOption {
 	return grpc.WithStatsHandler(otelgrpc.NewClientHandler())
-}
-
-// TemporalInterceptor is the Temporal client and worker interceptor that carries trace
-// context in workflow and activity headers: starting a workflow, its activities and
-// their runs are spans of the caller's trace. It creates no span while a workflow
-// replays, so it is safe for determinism.
-func TemporalInterceptor() (interceptor.Interceptor, error) {
-	return temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
-		TextMapPropagator: otel.GetTextMapPropagator(),
-	})
 }

@@ -4,8 +4,10 @@
 // and the instrumentation options of the HTTP and gRPC servers and clients.
 //
 // The provider and the propagator are OpenTelemetry's process-wide ones: the
-// instrumentation libraries (otelhttp, otelgrpc, the Temporal interceptor) read them,
-// so main sets them once, before it serves, and shuts the provider down last.
+// instrumentation libraries (otelhttp, otelgrpc, the Temporal interceptor in
+// internal/temporalclient) read them, so main sets them once, before it serves, and
+// shuts the provider down last. This package links no Temporal SDK, so that the agent,
+// which traces but never dials Temporal, does not either.
 package telemetry
 
 import (

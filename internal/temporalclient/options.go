@@ -1,6 +1,7 @@
 // Package temporalclient builds the Temporal client options of every Mantis process
 // that dials Temporal, from the [temporal] section of its configuration, and exports
-// the SDK's own metrics through Prometheus (metrics.go).
+// the SDK's own metrics through Prometheus (metrics.go); its clients and workers carry
+// trace context in workflow and activity headers (tracing.go).
 //
 // The connection is described through the Temporal SDK's own client configuration
 // (go.temporal.io/sdk/contrib/envconfig): either a profile of the TOML file the temporal
@@ -18,7 +19,6 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/codec"
 	"github.com/mantis-deploy/mantis/internal/config"
-	"github.com/mantis-deploy/mantis/internal/telemetry"
 )
 
 // Options returns the client options cfg describes, logging through logger. When cfg
@@ -34,7 +34,7 @@ func Options(cfg config.Temporal, logger *slog.Logger) (client.Options, *codec.C
 		return client.Options{}, nil, fmt.Errorf("building the Temporal connection: %w", err)
 	}
 	opts.Logger = Logger(logger)
-	tracing, err := telemetry.TemporalInterceptor()
+	tracing, err := tracingInterceptor()
 	if err != nil {
 		return client.Options{}, nil, fmt.Errorf("building the Temporal tracing interceptor: %w", err)
 	}
