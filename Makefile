@@ -168,12 +168,14 @@ proto: ## Regenerate the gRPC code from proto/ (needs protoc).
 		--go-grpc_out=proto --go-grpc_opt=paths=source_relative \
 		$$(find proto -name '*.proto')
 
+COMMITLINT_BASE ?= cf4e44d74cf74cec6da0d3f00ad82a85f2a5e707
 .PHONY: lint
 lint: sqlc-check ## go vet, staticcheck, workflowcheck, the layout rules (codelint) and generated queries up to date.
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 	$(GO) run ./tools/codelint .
+	$(GO) run ./tools/commitlint -base $(COMMITLINT_BASE)
 
 SQLC_VERSION := v1.31.1
 SQLC         := $(shell $(GO) env GOPATH)/bin/sqlc
