@@ -45,8 +45,7 @@ func StartReplicaWorker(c client.Client, replica string, acts *activities.Activi
 	queue := workflows.ReplicaTaskQueue(replica)
 	setBinaryID()
 	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(workflows.Dispatcher, workflow.RegisterOptions{Name: workflows.DispatcherWorkflowType})
-	w.RegisterWorkflowWithOptions(workflows.DeclareTopology, workflow.RegisterOptions{Name: workflows.TopologyWorkflowType})
+	registerReplicaWorkflows(w)
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("starting Temporal worker on %s: %w", queue, err)
@@ -59,12 +58,31 @@ func StartReplicaWorker(c client.Client, replica string, acts *activities.Activi
 func StartDeploymentWorker(c client.Client, queue string, acts *activities.Activities) (worker.Worker, error) {
 	setBinaryID()
 	w := worker.New(c, queue, worker.Options{})
-	w.RegisterWorkflowWithOptions(workflows.Deployment, workflow.RegisterOptions{Name: workflows.DeploymentWorkflowType})
+	registerDeploymentWorkflows(w)
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("starting Temporal worker on %s: %w", queue, err)
 	}
 	return w, nil
+}
+
+// RegisterWorkflows registers every workflow Mandible's workers run, under the type
+// names they run it with, on r: a replayer that checks histories against this
+// binary's code registers exactly what the workers do.
+func RegisterWorkflows(r worker.WorkflowRegistry) {
+	registerReplicaWorkflows(r)
+	registerDeploymentWorkflows(r)
+}
+
+// registerReplicaWorkflows registers what runs on a replica's own task queue.
+func registerReplicaWorkflows(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(workflows.Dispatcher, workflow.RegisterOptions{Name: workflows.DispatcherWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.DeclareTopology, workflow.RegisterOptions{Name: workflows.TopologyWorkflowType})
+}
+
+// registerDeploymentWorkflows registers what runs on the shared deployment task queue.
+func registerDeploymentWorkflows(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(workflows.Deployment, workflow.RegisterOptions{Name: workflows.DeploymentWorkflowType})
 }
 
 // DeclareTopology runs the topology declaration as a workflow on the replica's task

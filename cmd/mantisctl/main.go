@@ -94,6 +94,7 @@ func newCLI() *cli {
 	root.AddCommand(newFleetCommands(f)...)
 	root.AddCommand(newDecisionCommands(f)...)
 	root.AddCommand(newResumeCommand(f), newRerunCommand(f))
+	root.AddCommand(newWorkflowsCommand(f))
 	c.root = root
 	return c
 }

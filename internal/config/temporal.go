@@ -128,3 +128,31 @@ func (t Temporal) validate(p *problems) {
 		}
 	}
 }
+
+// LoadMandibleTemporal returns the [temporal] section of Mandible's configuration,
+// loaded as LoadMandible loads it (the defaults, the file at path, the MANTIS_
+// variables env returns, the section's secret files) but validated alone: for a tool
+// that reaches Temporal as Mandible does (`mantisctl workflows replay-check`) on a host
+// that need not hold Mandible's database, token or listener files.
+func LoadMandibleTemporal(path string, env func(string) (string, bool)) (Temporal, error) {
+	cfg := DefaultMandible()
+	_, errs, err := load(&cfg, path, env)
+	if err != nil {
+		return Temporal{}, err
+	}
+	section := temporalSection{Temporal: cfg.Temporal}
+	errs = append(errs, readSecretFiles(&section)...)
+	var p problems
+	section.Temporal.validate(&p)
+	p.durations(section)
+	if errs = append(errs, p.errs...); len(errs) > 0 {
+		return Temporal{}, errs
+	}
+	return section.Temporal, nil
+}
+
+// temporalSection is the [temporal] section under its key, so that its problems name
+// their keys as they are written in the file.
+type temporalSection struct {
+	Temporal Temporal `toml:"temporal"`
+}
