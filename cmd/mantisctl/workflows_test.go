@@ -85,8 +85,8 @@ func (s replayStack) waitListed(t *testing.T, queue string, open int, ran ...str
 // taskCompleted reports whether the execution's first workflow task completed: its
 // history goes past started, scheduled, started, completed, and no task is pending.
 func (s replayStack) taskCompleted(id string) bool {
-	d, err := s.client.DescribeWorkflowExecution(context.Background(), id, "")
-	return err == nil && d.GetPendingWorkflowTask() == nil && d.GetWorkflowExecutionInfo().GetHistoryLength() > 4
+	d, err := s.client.DescribeWorkflow(context.Background(), id, "")
+	return err == nil && d.RawResponse.GetPendingWorkflowTask() == nil && d.RawResponse.GetWorkflowExecutionInfo().GetHistoryLength() > 4
 }
 
 // runMantisctl runs mantisctl in process and returns its exit code and what it printed.
