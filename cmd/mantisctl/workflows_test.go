@@ -97,8 +97,8 @@ func runMantisctl(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
-// Open executions of Mandible's workflows that the workers ran, and one no worker ran
-// yet, replay against this binary's code: each is ok or not-started and the check
+// Open executions of each of Mandible's workflows that the workers ran, and one no
+// worker ran yet, replay against this binary's code: each is ok or not-started and the check
 // exits 0. A bad flag is a usage error; more open executions than --limit fail.
 func TestReplayCheckPassesOpenExecutionsOfThisCode(t *testing.T) {
 	t.Parallel()
@@ -114,18 +114,22 @@ func TestReplayCheckPassesOpenExecutionsOfThisCode(t *testing.T) {
 	s.start(t, deployment, queue, workflows.DeploymentWorkflowType, map[string]any{
 		"name": "replay-check", "targets": []string{"web-1"}, "steps": []map[string]any{{"name": "install", "command": "true"}}})
 	s.start(t, topology, queue, workflows.TopologyWorkflowType)
-	s.waitListed(t, queue, 2, deployment, topology)
+	dispatcher := workflows.DispatcherWorkflowID("replay-" + uuid.NewString())
+	s.start(t, dispatcher, queue, workflows.DispatcherWorkflowType,
+		workflows.DispatcherInput{ReplicaID: "r1", BatchSize: 10, PollInterval: 30 * time.Second})
+	s.waitListed(t, queue, 3, deployment, topology, dispatcher)
 	w.Stop()
 	unrun := workflows.DeploymentWorkflowID("replay-" + uuid.NewString())
 	s.start(t, unrun, queue, workflows.DeploymentWorkflowType, map[string]any{"name": "later", "targets": []string{"web-1"}})
-	s.waitListed(t, queue, 3)
+	s.waitListed(t, queue, 4)
 
 	code, out, errOut := runMantisctl(t, "workflows", "replay-check", "--config", s.config, "--task-queue", queue)
 	require.Equal(t, ExitOK, code, "%s\n%s", out, errOut)
 	require.Regexp(t, `(?m)^ok\s+Deployment\s+`+deployment+`\s`, out)
 	require.Regexp(t, `(?m)^ok\s+DeclareTopology\s+`+topology+`\s`, out)
+	require.Regexp(t, `(?m)^ok\s+Dispatcher\s+`+dispatcher+`\s`, out)
 	require.Regexp(t, `(?m)^not-started\s+Deployment\s+`+unrun+`\s`, out)
-	require.Contains(t, out, "3 open executions in namespace "+s.srv.Namespace+" replayed: 2 ok, 0 failed, 1 not-started")
+	require.Contains(t, out, "4 open executions in namespace "+s.srv.Namespace+" replayed: 3 ok, 0 failed, 1 not-started")
 
 	code, out, _ = runMantisctl(t, "workflows", "replay-check", "--config", s.config, "--task-queue", queue, "--type", "DeclareTopology", "-o", "json")
 	require.Equal(t, ExitOK, code)
@@ -133,9 +137,9 @@ func TestReplayCheckPassesOpenExecutionsOfThisCode(t *testing.T) {
 	require.Contains(t, out, `"workflow_id": "`+topology+`"`)
 	require.NotContains(t, out, deployment)
 
-	code, _, errOut = runMantisctl(t, "workflows", "replay-check", "--config", s.config, "--task-queue", queue, "--limit", "2")
+	code, _, errOut = runMantisctl(t, "workflows", "replay-check", "--config", s.config, "--task-queue", queue, "--limit", "3")
 	require.Equal(t, ExitFailed, code)
-	require.Contains(t, errOut, "more than 2 open executions: only the first 2 were replayed; raise --limit")
+	require.Contains(t, errOut, "more than 3 open executions: only the first 3 were replayed; raise --limit")
 
 	code, _, errOut = runMantisctl(t, "workflows", "replay-check", "--config", s.config, "--type", "Deploy")
 	require.Equal(t, ExitUsage, code)
