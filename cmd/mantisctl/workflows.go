@@ -76,8 +76,12 @@ decode encrypted payloads. The file's other sections are not checked.`,
 // replayCheck connects to Temporal as Mandible does and prints the replay report.
 func replayCheck(cmd *cobra.Command, configPath string, opts workers.ReplayCheckOptions, format outputFormat) error {
 	cfg, err := config.LoadMandibleTemporal(configPath, os.LookupEnv)
-	if err != nil {
-		return invalidInput(fmt.Errorf("reading %s: %w", first(configPath, "the configuration"), err))
+	var problems config.Errors
+	switch {
+	case errors.As(err, &problems):
+		return invalidInput(fmt.Errorf("invalid configuration:\n%w", err))
+	case err != nil:
+		return invalidInput(err)
 	}
 	for _, t := range opts.Types {
 		if !slices.Contains(workers.WorkflowTypes, t) {
