@@ -6,6 +6,6 @@
 //
 // It imports only the standard library and uuid, so that the workflow code, which
 // must not reach the database or the network, can use these types without linking
-// pgx (TestDomainImportsOnlyTheStandardLibraryAndUUID holds this). The store reads
+// pgx (its TestDeps holds this). The store reads
 // and writes them; the HTTP layer maps them to the API's types.
 package domain

@@ -216,7 +216,7 @@ type PendingDispatchRequest struct {
 	Priority       string
 	PriorityRank   *int16
 	Status         string
-	// Failed deliveries so far. A request gets a first delivery and up to 10 retries (domain.MaxDispatchRetries): the 11th failed delivery fails it. A command handed back unrun costs nothing.
+	// Failed deliveries so far. A request gets a first delivery and up to 10 retries (schema.MaxDispatchRetries): the 11th failed delivery fails it. A command handed back unrun costs nothing.
 	Attempts      int32
 	CreatedAt     time.Time
 	ExpiresAt     time.Time
