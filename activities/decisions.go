@@ -8,6 +8,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -48,7 +49,7 @@ func (a *Activities) RetryStep(ctx context.Context, in activityio.RetryStepInput
 		return 0, temporal.NewNonRetryableApplicationError("round: must be 1 or more", activityio.InvalidSpec, nil)
 	}
 	n, err := schema.RetryStep(ctx, a.DB, id, in.Position, in.Round)
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	if errors.As(err, &inputErr) {
 		return 0, temporal.NewNonRetryableApplicationError(inputErr.Error(), activityio.InvalidSpec, nil)
 	}

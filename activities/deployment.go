@@ -52,7 +52,7 @@ func (a *Activities) StartDeployment(ctx context.Context, in activityio.StartDep
 	if err == nil {
 		err = a.resolveVerifyHosts(ctx, s)
 	}
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	if errors.As(err, &inputErr) {
 		_, _ = schema.FinishDeployment(ctx, a.DB, id, domain.DeploymentFailed, inputErr.Error())
 		return activityio.StartDeploymentResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), activityio.InvalidSpec, nil)
@@ -126,7 +126,7 @@ func (a *Activities) EnqueueStepTargets(ctx context.Context, in activityio.Enque
 	err = schema.EnqueueStepTargets(ctx, a.DB, id, in.Position, in.Priority, schema.NewStepCommand{
 		Command: step.Command, Timeout: step.TimeoutDuration(), Env: step.CommandEnv(), WorkingDir: step.WorkingDir,
 	}, in.Targets)
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	if errors.As(err, &inputErr) {
 		return temporal.NewNonRetryableApplicationError(inputErr.Error(), activityio.InvalidSpec, nil)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/contract/activityio"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -30,7 +31,7 @@ func (a *Activities) AdvanceStep(ctx context.Context, in activityio.AdvanceStepI
 	defer stop()
 	for {
 		p, started, err := schema.AdvanceStepStarting(ctx, a.DB, id, in.Position, in.Window)
-		var inputErr *schema.InputError
+		var inputErr *domain.InputError
 		if errors.As(err, &inputErr) {
 			return activityio.AdvanceStepResult{}, temporal.NewNonRetryableApplicationError(inputErr.Error(), activityio.InvalidSpec, nil)
 		}

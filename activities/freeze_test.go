@@ -11,9 +11,9 @@ import (
 
 	"github.com/mantis-deploy/mantis/activities"
 	"github.com/mantis-deploy/mantis/internal/contract/activityio"
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
+	"github.com/mantis-deploy/mantis/internal/mandible/freeze"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -28,7 +28,7 @@ func TestStartDeploymentRefusesFrozenTargets(t *testing.T) {
 	_, err := pool.Exec(ctx, `INSERT INTO targets (name, mode, labels) VALUES
 		('prod-1', 'poll', '{"env": "prod"}'), ('stage-1', 'poll', '{"env": "stage"}')`)
 	require.NoError(t, err)
-	_, err = schema.CreateFreeze(ctx, pool, api.NewFreeze{Name: "prod-freeze", Reason: "quarter close",
+	_, err = schema.CreateFreeze(ctx, pool, freeze.Definition{Name: "prod-freeze", Reason: "quarter close",
 		Selector: map[string]string{"env": "prod"}}, "ops")
 	require.NoError(t, err)
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/activityio"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -17,8 +18,8 @@ func (a *Activities) resolveVerifyHosts(ctx context.Context, s spec.Deployment) 
 			return nil
 		}
 		if _, err := schema.ResolveTargets(ctx, a.DB, []string{r.Canary.VerifyOn}, nil); err != nil {
-			if _, ok := err.(*schema.InputError); ok {
-				return &schema.InputError{Problems: []string{fmt.Sprintf("%s.canary.verify_on: unknown target %q", field, r.Canary.VerifyOn)}}
+			if _, ok := err.(*domain.InputError); ok {
+				return domain.Invalid(field+".canary.verify_on", fmt.Sprintf("unknown target %q", r.Canary.VerifyOn))
 			}
 			return err
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -35,8 +35,8 @@ type NewDecision struct {
 // (deployment.paused, deployment.resumed or deployment.decided), and clears what the
 // deployment waited for unless the decision is a pause. A repeated call returns the
 // stored decision and writes nothing.
-func RecordDecision(ctx context.Context, db TxBeginner, d NewDecision) (api.Decision, error) {
-	var out api.Decision
+func RecordDecision(ctx context.Context, db TxBeginner, d NewDecision) (domain.Decision, error) {
+	var out domain.Decision
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		row, err := queries.InsertDecision(ctx, tx, dbsqlc.InsertDecisionParams{
 			DeploymentID: d.DeploymentID, Decision: d.Decision, DecidedBy: d.By, StepPosition: int32Ptr(d.Step),
@@ -45,11 +45,11 @@ func RecordDecision(ctx context.Context, db TxBeginner, d NewDecision) (api.Deci
 		if err != nil {
 			return fmt.Errorf("recording decision %s of deployment %s: %w", d.Decision, d.DeploymentID, err)
 		}
-		out = api.Decision{Decision: row.Decision, By: row.DecidedBy, At: row.DecidedAt, Step: intPtr(row.StepPosition), Comment: row.Comment}
+		out = domain.Decision{Decision: row.Decision, By: row.DecidedBy, At: row.DecidedAt, Step: intPtr(row.StepPosition), Comment: row.Comment}
 		if !row.Created {
 			return nil
 		}
-		if d.Decision != api.DecisionPause {
+		if d.Decision != domain.DecisionPause {
 			if _, err := queries.SetDeploymentWaiting(ctx, tx, dbsqlc.SetDeploymentWaitingParams{ID: d.DeploymentID}); err != nil {
 				return fmt.Errorf("clearing what deployment %s waits for: %w", d.DeploymentID, err)
 			}
@@ -64,9 +64,9 @@ func RecordDecision(ctx context.Context, db TxBeginner, d NewDecision) (api.Deci
 // decisionEvent is the event type that records decision.
 func decisionEvent(decision string) events.Type {
 	switch decision {
-	case api.DecisionPause:
+	case domain.DecisionPause:
 		return events.DeploymentPaused
-	case api.DecisionResume:
+	case domain.DecisionResume:
 		return events.DeploymentResumed
 	default:
 		return events.DeploymentDecided
@@ -74,14 +74,14 @@ func decisionEvent(decision string) events.Type {
 }
 
 // Decisions lists a deployment's decisions, oldest first, at most MaxDecisionsListed.
-func Decisions(ctx context.Context, db DB, id uuid.UUID) ([]api.Decision, error) {
+func Decisions(ctx context.Context, db DB, id uuid.UUID) ([]domain.Decision, error) {
 	rows, err := queries.DecisionsOfDeployment(ctx, db, dbsqlc.DecisionsOfDeploymentParams{DeploymentID: id, MaxRows: MaxDecisionsListed})
 	if err != nil {
 		return nil, fmt.Errorf("reading decisions of deployment %s: %w", id, err)
 	}
-	out := make([]api.Decision, len(rows))
+	out := make([]domain.Decision, len(rows))
 	for i, r := range rows {
-		out[i] = api.Decision{Decision: r.Decision, By: r.DecidedBy, At: r.DecidedAt, Step: intPtr(r.StepPosition), Comment: r.Comment}
+		out[i] = domain.Decision{Decision: r.Decision, By: r.DecidedBy, At: r.DecidedAt, Step: intPtr(r.StepPosition), Comment: r.Comment}
 	}
 	return out, nil
 }
@@ -116,9 +116,21 @@ func SetWaiting(ctx context.Context, db TxBeginner, id uuid.UUID, w *events.Wait
 	})
 }
 
-// waitingView is the API's form of what a deployment waits for.
-func waitingView(w events.WaitingData) api.Waiting {
-	return api.Waiting{Kind: w.Kind, Step: w.StepPosition, Approvers: w.Approvers, Since: w.Since.UTC(), Deadline: w.Deadline}
+// Waiting is what a running deployment waits for a person to decide: an approval
+// step (kind approval), a failed step that asks (on_failure) or a pause (paused), at
+// which step, who may decide (empty: any deploy token) and since when. It is stored
+// as JSON (deployments.waiting), under these names.
+type Waiting struct {
+	Kind      string     `json:"kind"`
+	Step      int        `json:"step"`
+	Approvers []string   `json:"approvers,omitempty"`
+	Since     time.Time  `json:"since"`
+	Deadline  *time.Time `json:"deadline,omitempty"`
+}
+
+// waitingView is what a deployment waits for, as stored.
+func waitingView(w events.WaitingData) Waiting {
+	return Waiting{Kind: w.Kind, Step: w.StepPosition, Approvers: w.Approvers, Since: w.Since.UTC(), Deadline: w.Deadline}
 }
 
 // sameJSON reports whether two stored JSON documents say the same.
@@ -136,7 +148,7 @@ func sameJSON(a, b []byte) bool {
 }
 
 // DeploymentWaitingFor returns what a deployment waits for a person to decide, or nil.
-func DeploymentWaitingFor(ctx context.Context, db DB, id uuid.UUID) (*api.Waiting, error) {
+func DeploymentWaitingFor(ctx context.Context, db DB, id uuid.UUID) (*Waiting, error) {
 	raw, err := queries.DeploymentWaiting(ctx, db, id)
 	if err != nil {
 		return nil, notFound(err)
@@ -144,7 +156,7 @@ func DeploymentWaitingFor(ctx context.Context, db DB, id uuid.UUID) (*api.Waitin
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	var w api.Waiting
+	var w Waiting
 	if err := json.Unmarshal(raw, &w); err != nil {
 		return nil, fmt.Errorf("reading what deployment %s waits for: %w", id, err)
 	}

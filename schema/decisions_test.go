@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
@@ -64,10 +63,10 @@ func TestRecordDecisionOncePerUpdate(t *testing.T) {
 	require.NoError(t, schema.SetWaiting(w.ctx, w.pool, w.id, &events.WaitingData{Kind: events.WaitApproval, Approvers: []string{"alice"}, Since: since}))
 	waiting, err := schema.DeploymentWaitingFor(w.ctx, w.pool, w.id)
 	require.NoError(t, err)
-	require.Equal(t, &api.Waiting{Kind: events.WaitApproval, Approvers: []string{"alice"}, Since: since}, waiting)
+	require.Equal(t, &schema.Waiting{Kind: events.WaitApproval, Approvers: []string{"alice"}, Since: since}, waiting)
 
 	step := 0
-	d := schema.NewDecision{DeploymentID: w.id, Decision: api.DecisionApprove, By: "alice", Comment: "ok", Step: &step, At: since, UpdateID: "u-1"}
+	d := schema.NewDecision{DeploymentID: w.id, Decision: domain.DecisionApprove, By: "alice", Comment: "ok", Step: &step, At: since, UpdateID: "u-1"}
 	first, err := schema.RecordDecision(w.ctx, w.pool, d)
 	require.NoError(t, err)
 	d.Comment = "a retried activity"
@@ -76,7 +75,7 @@ func TestRecordDecisionOncePerUpdate(t *testing.T) {
 	require.Equal(t, first, second, "the retry returns the stored decision")
 	list, err := schema.Decisions(w.ctx, w.pool, w.id)
 	require.NoError(t, err)
-	require.Equal(t, []api.Decision{{Decision: "approve", By: "alice", At: first.At, Step: &step, Comment: "ok"}}, list)
+	require.Equal(t, []domain.Decision{{Decision: "approve", By: "alice", At: first.At, Step: &step, Comment: "ok"}}, list)
 	waiting, err = schema.DeploymentWaitingFor(w.ctx, w.pool, w.id)
 	require.NoError(t, err)
 	require.Nil(t, waiting)

@@ -2,30 +2,85 @@ package schema
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// The views a read of deployments fills are the API's own types (internal/contract/api): one
-// definition of each shape, which the HTTP API serves as it is.
-type (
-	// DeploymentView is a deployment with, when read alone, its spec and its steps.
-	DeploymentView = api.Deployment
-	// StepView is a step with its per-target results.
-	StepView = api.Step
-	// StepCounts counts a step's targets by state.
-	StepCounts = api.StepCounts
-	// TargetView is one target's result in a step.
-	TargetView = api.TargetResult
-	// AnalysisView is the analysis of a failed command.
-	AnalysisView = api.Analysis
-)
+// DeploymentView is a deployment with, when read alone, its spec and its steps.
+type DeploymentView struct {
+	ID             uuid.UUID
+	Name           string
+	Priority       string
+	Status         string
+	IdempotencyKey *string
+	// CreatedBy names the API token that created the deployment.
+	CreatedBy  *string
+	Error      *string
+	CreatedAt  time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	Spec       json.RawMessage
+	Steps      []StepView
+	// Waiting is set while the deployment waits for a person's decision.
+	Waiting *Waiting
+	// PreviousDeploymentID, Relation and FromStep are set on a deployment made from
+	// another one (DeploymentLink).
+	PreviousDeploymentID *uuid.UUID
+	Relation             *string
+	FromStep             *int
+}
+
+// StepView is a step with its per-target results.
+type StepView struct {
+	Position        int
+	Name            string
+	Command         string
+	Status          string
+	ContinueOnError bool
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	Targets         []TargetView
+	Counts          StepCounts
+}
+
+// StepCounts counts a step's targets by state.
+type StepCounts struct {
+	Queued    int
+	Running   int
+	Succeeded int
+	Failed    int
+}
+
+// TargetView is one target's result in a step.
+type TargetView struct {
+	Target   string
+	Status   string // TargetQueued, TargetRunning, TargetSucceeded or TargetFailed
+	ExitCode *int
+	// OutputTail is the display text of the output's tail: valid UTF-8 without NUL,
+	// escape sequences kept.
+	OutputTail string
+	Truncated  bool
+	Error      string
+	Attempts   int
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	Analysis   *AnalysisView
+}
+
+// AnalysisView is the analysis of a failed command.
+type AnalysisView struct {
+	Status     string
+	Category   *string
+	Summary    *string
+	Suggestion *string
+}
 
 // GetDeployment returns a deployment with its steps and per-target results, or
 // ErrNotFound.
@@ -70,7 +125,7 @@ func GetDeployment(ctx context.Context, db DB, id uuid.UUID) (DeploymentView, er
 	return d, nil
 }
 
-// targetView is a target's result as the API shows it.
+// targetView is a target's result in its step.
 func targetView(r dbsqlc.TargetResultsOfDeploymentRow) TargetView {
 	tv := TargetView{
 		Target: r.Target, Status: targetStatus(r.RequestStatus, r.CommandStatus), ExitCode: intPtr(r.ExitCode),

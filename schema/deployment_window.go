@@ -157,7 +157,7 @@ func endStepWhenDone(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int,
 func lockStep(ctx context.Context, tx pgx.Tx, id uuid.UUID, position int) (stepState, error) {
 	row, err := queries.LockStep(ctx, tx, dbsqlc.LockStepParams{DeploymentID: id, Position: int32(position)})
 	if err = notFound(err); errors.Is(err, ErrNotFound) {
-		return stepState{}, &InputError{Problems: []string{fmt.Sprintf("step %d: deployment %s has no such step", position, id)}}
+		return stepState{}, domain.Invalid(fmt.Sprintf("step %d", position), fmt.Sprintf("deployment %s has no such step", id))
 	}
 	if err != nil {
 		return stepState{}, fmt.Errorf("reading step %d of deployment %s: %w", position, id, err)

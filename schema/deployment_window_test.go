@@ -35,9 +35,9 @@ func TestResolveTargetsRefusesMoreThanMaxTargets(t *testing.T) {
 
 	b.addLabelledTargets(t, "api-", 2345)
 	_, err = schema.ResolveTargets(b.ctx, b.pool, []string{"web-00001"}, map[string]string{"role": "web"})
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	require.True(t, errors.As(err, &inputErr), "got %v", err)
-	require.Equal(t, []string{"target_selector: deployment resolves to 12345 targets; at most 10000"}, inputErr.Problems)
+	require.Equal(t, domain.Problems{{Field: "target_selector", Problem: "deployment resolves to 12345 targets; at most 10000"}}, inputErr.Problems)
 }
 
 // windowBundle is a started deployment of one step over n targets.

@@ -56,7 +56,7 @@ func CreateDeployment(ctx context.Context, db DB, d NewDeployment) (id uuid.UUID
 
 // ResolveTargets returns the registered targets a deployment runs on: the named ones
 // and those whose labels match every key=value of selector, sorted, without repeats.
-// Unknown names, and more than spec.MaxTargets targets, are an *InputError.
+// Unknown names, and more than spec.MaxTargets targets, are a *domain.InputError.
 func ResolveTargets(ctx context.Context, db DB, names []string, selector map[string]string) ([]string, error) {
 	sel := selector
 	if sel == nil {
@@ -74,24 +74,24 @@ func ResolveTargets(ctx context.Context, db DB, names []string, selector map[str
 	for _, n := range found {
 		have[n] = true
 	}
-	var problems []string
+	var problems domain.Problems
 	for i, n := range names {
 		if !have[n] {
-			problems = append(problems, fmt.Sprintf("targets[%d]: unknown target %q", i, n))
+			problems.Addf(fmt.Sprintf("targets[%d]", i), "unknown target %q", n)
 		}
 	}
-	if len(problems) > 0 {
-		return nil, &InputError{Problems: problems}
+	if err := problems.Err(); err != nil {
+		return nil, err
 	}
 	if len(found) == 0 {
-		return nil, &InputError{Problems: []string{"target_selector: no registered target matches"}}
+		return nil, domain.Invalid("target_selector", "no registered target matches")
 	}
 	if len(found) > spec.MaxTargets {
 		field := "targets"
 		if len(selector) > 0 {
 			field = "target_selector"
 		}
-		return nil, &InputError{Problems: []string{field + ": " + spec.TooManyTargets(len(found))}}
+		return nil, domain.Invalid(field, spec.TooManyTargets(len(found)))
 	}
 	return found, nil
 }

@@ -5,17 +5,42 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
-	"github.com/mantis-deploy/mantis/internal/domain"
-
 	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// DispatchRequestView is a dispatch request with its state and a plain reason for it:
-// the API's own type (internal/contract/api), filled here.
-type DispatchRequestView = api.DispatchRequest
+// DispatchRequestView is a dispatch request as operators inspect it, with a plain
+// reason for its state.
+type DispatchRequestView struct {
+	ID             uuid.UUID
+	IdempotencyKey string
+	Target         string
+	DeploymentID   *uuid.UUID
+	StepPosition   *int
+	Command        string
+	Priority       string
+	Status         string
+	Attempts       int
+	MaxAttempts    int
+	CreatedAt      time.Time
+	ExpiresAt      time.Time
+	NextAttemptAt  time.Time
+	ClaimedBy      *string
+	ClaimedAt      *time.Time
+	ClaimEpoch     int64
+	DispatchedAt   *time.Time
+	FinishedAt     *time.Time
+	LastError      *string
+	CommandID      *uuid.UUID
+	CommandStatus  *string
+	// HeldBy names the concurrency limit holding a pending request back, when one is
+	// reached.
+	HeldBy string
+	// Reason says in plain words why the request is in its state.
+	Reason string
+}
 
 // DispatchRequestFilter selects requests to list. Zero fields do not filter.
 type DispatchRequestFilter struct {

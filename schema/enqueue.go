@@ -50,15 +50,15 @@ const defaultCommandTimeout = 10 * time.Minute
 const maxRequestText = 64 << 10
 
 // EnqueueDispatchRequests writes reqs in one statement. An unknown target, a bad
-// priority or an empty command is an *InputError and nothing is written. Requests whose
+// priority or an empty command is a *domain.InputError and nothing is written. Requests whose
 // idempotency key already exists are returned as they are, not written again. The insert
 // notifies every replica's LISTEN connection (DispatchRequestsChannel).
 func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchRequest) ([]EnqueuedRequest, error) {
 	if len(reqs) == 0 {
 		return nil, nil
 	}
-	if problems := requestProblems(reqs); len(problems) > 0 {
-		return nil, &InputError{Problems: problems}
+	if err := requestProblems(reqs).Err(); err != nil {
+		return nil, err
 	}
 	ids, err := resolveTargets(ctx, db, reqs)
 	if err != nil {
@@ -101,38 +101,38 @@ func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchReque
 
 // requestProblems lists every problem of reqs that needs no database, each naming its
 // field.
-func requestProblems(reqs []NewDispatchRequest) []string {
-	var problems []string
+func requestProblems(reqs []NewDispatchRequest) domain.Problems {
+	var problems domain.Problems
 	seen := map[string]bool{}
 	for i, r := range reqs {
 		at := fmt.Sprintf("requests[%d]", i)
 		if strings.TrimSpace(r.IdempotencyKey) == "" {
-			problems = append(problems, at+".idempotency_key: required")
+			problems.Add(at+".idempotency_key", "required")
 		} else if seen[r.IdempotencyKey] {
-			problems = append(problems, fmt.Sprintf("%s.idempotency_key: %q repeats an earlier request", at, r.IdempotencyKey))
+			problems.Addf(at+".idempotency_key", "%q repeats an earlier request", r.IdempotencyKey)
 		}
 		seen[r.IdempotencyKey] = true
 		if strings.TrimSpace(r.Command) == "" {
-			problems = append(problems, at+".command: must not be empty")
+			problems.Add(at+".command", "must not be empty")
 		}
 		problems = append(problems, unstorableRequestText(at, r)...)
 		if !domain.ValidPriority(r.Priority) {
-			problems = append(problems, fmt.Sprintf("%s.priority: must be high, normal or low, got %q", at, r.Priority))
+			problems.Addf(at+".priority", "must be high, normal or low, got %q", r.Priority)
 		}
 		if r.Timeout < 0 {
-			problems = append(problems, fmt.Sprintf("%s.timeout: must be positive, got %s", at, r.Timeout))
+			problems.Addf(at+".timeout", "must be positive, got %s", r.Timeout)
 		}
 		if (r.DeploymentID == nil) != (r.StepPosition == nil) {
-			problems = append(problems, at+": deployment_id and step_position go together")
+			problems.Add(at, "deployment_id and step_position go together")
 		}
 		if r.Target == "" {
-			problems = append(problems, at+".target: required")
+			problems.Add(at+".target", "required")
 		}
 	}
 	return problems
 }
 
-// resolveTargets returns the id of each request's target, or an *InputError naming
+// resolveTargets returns the id of each request's target, or a *domain.InputError naming
 // every request whose target is unknown or deregistered.
 func resolveTargets(ctx context.Context, db DB, reqs []NewDispatchRequest) (map[string]uuid.UUID, error) {
 	names := make([]string, len(reqs))
@@ -147,14 +147,14 @@ func resolveTargets(ctx context.Context, db DB, reqs []NewDispatchRequest) (map[
 	for _, r := range rows {
 		ids[r.Name] = r.ID
 	}
-	var problems []string
+	var problems domain.Problems
 	for i, r := range reqs {
 		if _, ok := ids[r.Target]; !ok {
-			problems = append(problems, fmt.Sprintf("requests[%d].target: unknown target %q", i, r.Target))
+			problems.Addf(fmt.Sprintf("requests[%d].target", i), "unknown target %q", r.Target)
 		}
 	}
-	if len(problems) > 0 {
-		return nil, &InputError{Problems: problems}
+	if err := problems.Err(); err != nil {
+		return nil, err
 	}
 	return ids, nil
 }
@@ -194,11 +194,11 @@ func insertParams(reqs []NewDispatchRequest, targets map[string]uuid.UUID) (dbsq
 // unstorableRequestText names each text field of r that PostgreSQL could not store
 // (NUL, not UTF-8) or that passes maxRequestText, so the request is refused by field
 // instead of failing the insert.
-func unstorableRequestText(at string, r NewDispatchRequest) []string {
-	var problems []string
+func unstorableRequestText(at string, r NewDispatchRequest) domain.Problems {
+	var problems domain.Problems
 	check := func(field, text string) {
 		if p := safetext.Unstorable(text, maxRequestText); p != "" {
-			problems = append(problems, fmt.Sprintf("%s.%s: %s", at, field, p))
+			problems.Add(at+"."+field, p)
 		}
 	}
 	check("idempotency_key", r.IdempotencyKey)

@@ -2,7 +2,6 @@ package schema_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ func TestEnqueueRejectsBadInputAndWritesNothing(t *testing.T) {
 		req("ok", "web-1", "high"),
 		req("unknown", "nope", "high"),
 	})
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	require.ErrorAs(t, err, &inputErr)
 	require.ErrorContains(t, err, `requests[1].target: unknown target "nope"`)
 
@@ -63,12 +62,4 @@ func TestEnqueueNotifiesListeners(t *testing.T) {
 	n, err := conn.Conn().WaitForNotification(ctx)
 	require.NoError(t, err)
 	require.Equal(t, string(schema.DispatchRequestsChannel), n.Channel)
-}
-
-func TestInputErrorIsTyped(t *testing.T) {
-	t.Parallel()
-	err := error(&schema.InputError{Problems: []string{"a", "b"}})
-	var ie *schema.InputError
-	require.True(t, errors.As(err, &ie))
-	require.Equal(t, "invalid request: a; b", err.Error())
 }

@@ -121,7 +121,7 @@ func Heartbeat(ctx context.Context, db TxBeginner, r HeartbeatRequest) (Heartbea
 		}
 		for _, name := range r.PollTargets {
 			if !targetName.MatchString(name) {
-				return &InputError{Problems: []string{fmt.Sprintf("poll_targets: %q is not a valid target name", name)}}
+				return domain.Invalid("poll_targets", fmt.Sprintf("%q is not a valid target name", name))
 			}
 		}
 		if len(r.PollTargets) > 0 {

@@ -6,28 +6,37 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
-// Limit is a concurrency limit: the API's own type (internal/contract/api), filled here.
-type Limit = api.Limit
+// Limit is a concurrency limit: at most MaxRunning commands at once on what its
+// scope and value cover. Its name is what a held dispatch request's HeldBy shows.
+type Limit struct {
+	Name       string
+	Scope      string
+	Label      string
+	Value      string
+	MaxRunning int
+	// CreatedBy, CreatedAt and UpdatedAt record the last write; SetLimit ignores them.
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
 
 // The scopes of a limit (concurrency_limits.scope) and the default's name.
 const (
-	LimitScopeTarget    = api.LimitScopeTarget
-	LimitScopeLabel     = api.LimitScopeLabel
-	DefaultTargetLimit  = api.DefaultTargetLimit
+	LimitScopeTarget    = domain.LimitScopeTarget
+	LimitScopeLabel     = domain.LimitScopeLabel
+	DefaultTargetLimit  = domain.DefaultTargetLimit
 	defaultTargetMaxRun = 1
 )
-
-// LimitScopes lists every limit scope.
-var LimitScopes = []string{LimitScopeTarget, LimitScopeLabel}
 
 // Bounds on a limit, as the migration's CHECKs hold them.
 const (
@@ -48,58 +57,53 @@ var ErrLimitConflict = errors.New("another limit covers the same thing")
 // into another kind of limit.
 var ErrDefaultLimit = errors.New("the per-target default limit may be changed but not deleted")
 
-// ValidateLimit returns every problem of l, each as "field: problem", or nil.
-func ValidateLimit(l Limit) *InputError {
-	var problems []string
+// ValidateLimit returns every problem of l by field, or nil.
+func ValidateLimit(l Limit) error {
+	var problems domain.Problems
 	if !limitName.MatchString(l.Name) {
-		problems = append(problems, fmt.Sprintf("name: must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit, got %q",
-			safetext.Bound(safetext.DisplayString(l.Name), 80)))
+		problems.Addf("name", "must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit, got %q",
+			safetext.Bound(safetext.DisplayString(l.Name), 80))
 	}
 	switch l.Scope {
 	case LimitScopeTarget:
 		if l.Label != "" {
-			problems = append(problems, "label: must be empty for scope target (value names the target)")
+			problems.Add("label", "must be empty for scope target (value names the target)")
 		}
 		if l.Value != "" && !targetName.MatchString(l.Value) {
-			problems = append(problems, fmt.Sprintf("value: must be a target name, got %q", safetext.Bound(safetext.DisplayString(l.Value), 80)))
+			problems.Addf("value", "must be a target name, got %q", safetext.Bound(safetext.DisplayString(l.Value), 80))
 		}
 		if l.Name == DefaultTargetLimit && l.Value != "" {
-			problems = append(problems, "value: must be empty for "+DefaultTargetLimit+", the default of every target")
+			problems.Add("value", "must be empty for "+DefaultTargetLimit+", the default of every target")
 		}
 	case LimitScopeLabel:
-		problems = appendLabelProblem(problems, "label", l.Label)
-		problems = appendLabelProblem(problems, "value", l.Value)
+		addLabelProblem(&problems, "label", l.Label)
+		addLabelProblem(&problems, "value", l.Value)
 		if l.Name == DefaultTargetLimit {
-			problems = append(problems, "scope: "+DefaultTargetLimit+" is the per-target default and keeps scope target")
+			problems.Add("scope", DefaultTargetLimit+" is the per-target default and keeps scope target")
 		}
 	default:
-		problems = append(problems, fmt.Sprintf("scope: must be one of %s, got %q", strings.Join(LimitScopes, ", "),
-			safetext.Bound(safetext.DisplayString(l.Scope), 40)))
+		problems.Addf("scope", "must be one of %s, got %q", strings.Join(domain.LimitScopes, ", "),
+			safetext.Bound(safetext.DisplayString(l.Scope), 40))
 	}
 	if l.MaxRunning < 1 || l.MaxRunning > MaxLimitRunning {
-		problems = append(problems, fmt.Sprintf("max_running: must be 1-%d, got %d", MaxLimitRunning, l.MaxRunning))
+		problems.Addf("max_running", "must be 1-%d, got %d", MaxLimitRunning, l.MaxRunning)
 	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return &InputError{Problems: problems}
+	return problems.Err()
 }
 
-// appendLabelProblem adds what is wrong with a label limit's label key or value.
-func appendLabelProblem(problems []string, field, s string) []string {
+// addLabelProblem adds what is wrong with a label limit's label key or value.
+func addLabelProblem(problems *domain.Problems, field, s string) {
 	if s == "" {
-		return append(problems, field+": required for scope label")
+		problems.Add(field, "required for scope label")
+	} else if p := safetext.Unstorable(s, maxLimitLabelBytes); p != "" {
+		problems.Add(field, p)
 	}
-	if p := safetext.Unstorable(s, maxLimitLabelBytes); p != "" {
-		return append(problems, field+": "+p)
-	}
-	return problems
 }
 
 // SetLimit stores l under its name (replacing what the name held), recorded as set by
 // by, and wakes the dispatchers so that requests a raised limit frees are claimed at
-// once. It refuses an invalid limit with *InputError and one that covers what another
-// limit covers with ErrLimitConflict.
+// once. It refuses an invalid limit with *domain.InputError and one that covers what
+// another limit covers with ErrLimitConflict.
 func SetLimit(ctx context.Context, db TxBeginner, l Limit, by string) (Limit, error) {
 	if err := ValidateLimit(l); err != nil {
 		return Limit{}, err
@@ -164,9 +168,9 @@ func DeleteLimit(ctx context.Context, db TxBeginner, name string) error {
 	})
 }
 
-// limitOf converts a stored limit to the API's type.
+// limitOf is the Limit a concurrency_limits row holds.
 func limitOf(r dbsqlc.ConcurrencyLimit) Limit {
-	l := Limit{Name: r.Name, Scope: r.Scope, MaxRunning: int(r.MaxRunning), CreatedBy: r.CreatedBy, CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt}
+	l := Limit{Name: r.Name, Scope: r.Scope, MaxRunning: int(r.MaxRunning), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if r.Label != nil {
 		l.Label = *r.Label
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -21,16 +20,23 @@ func OfflineTargets(ctx context.Context, db DB, targets []string, heartbeatTimeo
 	return names, nil
 }
 
+// LimitCoverage is a concurrency limit that covers Targets of a set of targets.
+type LimitCoverage struct {
+	Name       string
+	MaxRunning int
+	Targets    int
+}
+
 // LimitsCoveringTargets returns the concurrency limits that cover some of targets,
 // by name, each with how many of them it covers.
-func LimitsCoveringTargets(ctx context.Context, db DB, targets []string) ([]api.PlanLimit, error) {
+func LimitsCoveringTargets(ctx context.Context, db DB, targets []string) ([]LimitCoverage, error) {
 	rows, err := queries.LimitsCoveringTargets(ctx, db, targets)
 	if err != nil {
 		return nil, fmt.Errorf("reading the limits of %d targets: %w", len(targets), err)
 	}
-	out := make([]api.PlanLimit, len(rows))
+	out := make([]LimitCoverage, len(rows))
 	for i, r := range rows {
-		out[i] = api.PlanLimit{Name: r.Name, MaxRunning: int(r.MaxRunning), Targets: int(r.Targets)}
+		out[i] = LimitCoverage{Name: r.Name, MaxRunning: int(r.MaxRunning), Targets: int(r.Targets)}
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -20,9 +21,9 @@ func TestRequestTextThatCannotBeStoredIsRefusedByField(t *testing.T) {
 	bad.WorkingDir = "/srv/\xff"
 	bad.Env = map[string]string{"TOKEN": "x\x00", "BIG": strings.Repeat("v", 70<<10)}
 	_, err := schema.EnqueueDispatchRequests(b.ctx, b.pool, []schema.NewDispatchRequest{ok, bad})
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	require.ErrorAs(t, err, &inputErr)
-	joined := strings.Join(inputErr.Problems, "\n")
+	joined := inputErr.Problems.String()
 	require.Contains(t, joined, "requests[1].command: must not contain NUL")
 	require.Contains(t, joined, "requests[1].working_dir: must be UTF-8 text")
 	require.Contains(t, joined, "requests[1].env.TOKEN: must not contain NUL")
@@ -48,9 +49,9 @@ func TestTargetWithBadAddressOrLabelsIsRefusedByField(t *testing.T) {
 		{schema.NewTarget{Name: "a", Mode: schema.ModePoll, Labels: map[string]string{"k": strings.Repeat("v", 2000)}}, "labels.k: at most 1024 bytes"},
 	} {
 		err := tc.target.Validate()
-		var inputErr *schema.InputError
+		var inputErr *domain.InputError
 		require.ErrorAs(t, err, &inputErr, "%+v", tc.target)
-		require.Contains(t, strings.Join(inputErr.Problems, "\n"), tc.want)
+		require.Contains(t, inputErr.Problems.String(), tc.want)
 	}
 	require.NoError(t, schema.NewTarget{Name: "a", Mode: schema.ModeListen, Address: "10.0.0.5:9191", Labels: map[string]string{"role": "web"}}.Validate())
 }

@@ -85,7 +85,7 @@ func (c *resultCall) answer(out StoredResult, err error) {
 
 // Store records one result and returns what StoreCommandResult would: the stored
 // result, a replay of one stored at the same epoch, ErrNotHeld saying why it is
-// refused, ErrNotFound, or an *InputError for a result the database refuses.
+// refused, ErrNotFound, or a *domain.InputError for a result the database refuses.
 func (b *ResultBatcher) Store(ctx context.Context, in ResultToStore) (StoredResult, error) {
 	call := &resultCall{ctx: ctx, in: in, done: make(chan struct{})}
 	b.mu.Lock()
@@ -283,15 +283,15 @@ func storeBatch(ctx context.Context, db DB, in []ResultToStore, batch []int) (ma
 
 // storeAlone stores one result of a batch the database refused, by itself. A value the
 // database will not take (SQLSTATE class 22, data exception) is the caller's
-// *InputError.
+// *domain.InputError.
 func storeAlone(ctx context.Context, db DB, in ResultToStore) (StoredResult, error) {
 	if int64(int32(in.Result.ExitCode)) != int64(in.Result.ExitCode) {
-		return StoredResult{}, &InputError{Problems: []string{fmt.Sprintf("result of %s: exit code %d is out of range", in.Command, in.Result.ExitCode)}}
+		return StoredResult{}, domain.Invalid("result of "+in.Command.String(), fmt.Sprintf("exit code %d is out of range", in.Result.ExitCode))
 	}
 	out, err := StoreCommandResult(ctx, db, in)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, dataExceptionClass) {
-		return StoredResult{}, &InputError{Problems: []string{fmt.Sprintf("result of %s: the database refused it: %s", in.Command, pgErr.Message)}}
+		return StoredResult{}, domain.Invalid("result of "+in.Command.String(), "the database refused it: "+pgErr.Message)
 	}
 	return out, err
 }

@@ -95,7 +95,7 @@ func TestResultBatchRefusesOnlyTheStaleAndTheInvalid(t *testing.T) {
 
 	require.ErrorIs(t, answers[3].Err, schema.ErrNotHeld)
 	require.ErrorContains(t, answers[3].Err, "stale lease epoch")
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	require.ErrorAs(t, answers[4].Err, &inputErr)
 	require.ErrorContains(t, answers[4].Err, "exit code")
 

@@ -11,8 +11,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/google/uuid"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
@@ -26,9 +27,19 @@ const (
 // Modes lists every target mode (targets.mode, command_queue.mode).
 var Modes = []string{ModePoll, ModeListen}
 
-// Target is a host Mantis runs commands on: the API's own type (internal/contract/api),
-// filled here.
-type Target = api.Target
+// Target is a registered target: a host Mantis runs commands on.
+type Target struct {
+	ID   uuid.UUID
+	Name string
+	Mode string
+	// Address is the listen-mode agent's gRPC endpoint; nil for poll mode.
+	Address *string
+	Labels  map[string]string
+	// AssignedInstanceID is the Thorax instance a listen-mode target is pinned to.
+	AssignedInstanceID *uuid.UUID
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
 
 // NewTarget is a target to register.
 type NewTarget struct {
@@ -64,39 +75,36 @@ func listenAddressProblem(addr string) string {
 
 // Validate lists every problem with t by field.
 func (t NewTarget) Validate() error {
-	var problems []string
+	var problems domain.Problems
 	if !targetName.MatchString(t.Name) {
-		problems = append(problems, fmt.Sprintf("name: must match %s, got %q", targetName, t.Name))
+		problems.Addf("name", "must match %s, got %q", targetName, t.Name)
 	}
 	switch t.Mode {
 	case ModePoll:
 		if t.Address != "" {
-			problems = append(problems, "address: poll-mode targets have no address (their agent connects to Thorax)")
+			problems.Add("address", "poll-mode targets have no address (their agent connects to Thorax)")
 		}
 	case ModeListen:
 		if t.Address == "" {
-			problems = append(problems, "address: required for listen-mode targets")
+			problems.Add("address", "required for listen-mode targets")
 		} else if p := listenAddressProblem(t.Address); p != "" {
-			problems = append(problems, "address: "+p)
+			problems.Add("address", p)
 		}
 	default:
-		problems = append(problems, fmt.Sprintf("mode: must be poll or listen, got %q", t.Mode))
+		problems.Addf("mode", "must be poll or listen, got %q", t.Mode)
 	}
 	if len(t.Labels) > maxLabels {
-		problems = append(problems, fmt.Sprintf("labels: at most %d, got %d", maxLabels, len(t.Labels)))
+		problems.Addf("labels", "at most %d, got %d", maxLabels, len(t.Labels))
 	}
 	for _, k := range slices.Sorted(maps.Keys(t.Labels)) {
 		field := "labels." + safetext.Bound(safetext.DisplayString(k), 64)
 		if k == "" {
-			problems = append(problems, "labels: keys must not be empty")
+			problems.Add("labels", "keys must not be empty")
 		} else if p := safetext.Unstorable(k+t.Labels[k], maxLabelBytes); p != "" {
-			problems = append(problems, field+": "+p)
+			problems.Add(field, p)
 		}
 	}
-	if len(problems) > 0 {
-		return &InputError{Problems: problems}
-	}
-	return nil
+	return problems.Err()
 }
 
 // RegisterTarget registers t, or updates the target of that name (registering it again

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -30,25 +29,51 @@ type NewWebhook struct {
 	AllowPrivateNetwork bool
 }
 
+// Webhook is a stored webhook, without its secret.
+type Webhook struct {
+	ID         uuid.UUID
+	URL        string
+	EventTypes []string
+	// AllowPrivateNetwork lets its deliveries reach non-public addresses.
+	AllowPrivateNetwork bool
+	CreatedBy           string
+	CreatedAt           time.Time
+}
+
+// WebhookDelivery is one event's delivery to a webhook.
+type WebhookDelivery struct {
+	ID           int64
+	EventID      int64
+	EventType    string
+	DeploymentID *uuid.UUID
+	Status       string
+	Attempts     int
+	// LastStatus is the receiver's last HTTP status, nil when it never answered.
+	LastStatus *int
+	LastError  string
+	CreatedAt  time.Time
+	EndedAt    *time.Time
+}
+
 // CreateWebhook stores w under a new id.
-func CreateWebhook(ctx context.Context, db DB, w NewWebhook) (api.Webhook, error) {
+func CreateWebhook(ctx context.Context, db DB, w NewWebhook) (Webhook, error) {
 	row, err := queries.InsertWebhook(ctx, db, dbsqlc.InsertWebhookParams{
 		ID: uuid.Must(uuid.NewV7()), Url: w.URL, EventTypes: w.EventTypes, Secret: w.Secret, CreatedBy: w.CreatedBy,
 		AllowPrivateNetwork: w.AllowPrivateNetwork,
 	})
 	if err != nil {
-		return api.Webhook{}, fmt.Errorf("creating webhook: %w", err)
+		return Webhook{}, fmt.Errorf("creating webhook: %w", err)
 	}
 	return webhookView(row), nil
 }
 
 // ListWebhooks returns every webhook, oldest first, without their secrets.
-func ListWebhooks(ctx context.Context, db DB) ([]api.Webhook, error) {
+func ListWebhooks(ctx context.Context, db DB) ([]Webhook, error) {
 	rows, err := queries.ListWebhooks(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("listing webhooks: %w", err)
 	}
-	out := make([]api.Webhook, len(rows))
+	out := make([]Webhook, len(rows))
 	for i, r := range rows {
 		out[i] = webhookView(r)
 	}
@@ -69,7 +94,7 @@ func DeleteWebhook(ctx context.Context, db DB, id uuid.UUID) error {
 
 // WebhookDeliveries returns up to limit of a webhook's deliveries in status, newest
 // first; ErrNotFound when there is no such webhook.
-func WebhookDeliveries(ctx context.Context, db DB, id uuid.UUID, status string, limit int) ([]api.WebhookDelivery, error) {
+func WebhookDeliveries(ctx context.Context, db DB, id uuid.UUID, status string, limit int) ([]WebhookDelivery, error) {
 	if _, err := queries.GetWebhook(ctx, db, id); err != nil {
 		return nil, fmt.Errorf("reading webhook %s: %w", id, notFound(err))
 	}
@@ -77,9 +102,9 @@ func WebhookDeliveries(ctx context.Context, db DB, id uuid.UUID, status string, 
 	if err != nil {
 		return nil, fmt.Errorf("listing the deliveries of webhook %s: %w", id, err)
 	}
-	out := make([]api.WebhookDelivery, len(rows))
+	out := make([]WebhookDelivery, len(rows))
 	for i, r := range rows {
-		out[i] = api.WebhookDelivery{ID: r.ID, EventID: r.EventID, EventType: r.EventType, DeploymentID: r.DeploymentID,
+		out[i] = WebhookDelivery{ID: r.ID, EventID: r.EventID, EventType: r.EventType, DeploymentID: r.DeploymentID,
 			Status: r.Status, Attempts: int(r.Attempts), LastStatus: intPtr(r.LastStatus), CreatedAt: r.CreatedAt, EndedAt: r.EndedAt}
 		if r.LastError != nil {
 			out[i].LastError = *r.LastError
@@ -173,9 +198,9 @@ func MarkWebhookAttemptFailed(ctx context.Context, db DB, d ClaimedDelivery, sta
 	return n == 1, nil
 }
 
-// webhookView is the API's view of a stored webhook, without its secret.
-func webhookView(r dbsqlc.Webhook) api.Webhook {
-	return api.Webhook{ID: r.ID, URL: r.Url, EventTypes: r.EventTypes, AllowPrivateNetwork: r.AllowPrivateNetwork,
+// webhookView is a stored webhook without its secret.
+func webhookView(r dbsqlc.Webhook) Webhook {
+	return Webhook{ID: r.ID, URL: r.Url, EventTypes: r.EventTypes, AllowPrivateNetwork: r.AllowPrivateNetwork,
 		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
 }
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
-	"github.com/mantis-deploy/mantis/schema"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
@@ -58,7 +58,7 @@ func TestRequestsShowsStateAndReason(t *testing.T) {
 
 	out, err = runCLI(t, append([]string{"requests", "-o", "json"}, common...)...)
 	require.NoError(t, err)
-	var views []schema.DispatchRequestView
+	var views []api.DispatchRequest
 	require.NoError(t, json.Unmarshal([]byte(out), &views))
 	require.Len(t, views, 1)
 	require.Equal(t, "pending", views[0].Status)

@@ -2,7 +2,9 @@
 // activities, its store and its API share: the state names of each table
 // (status.go, checked against the migrations' CHECK lists), the dispatch budget and
 // lifetime, priorities, a claimed request and what became of its delivery
-// (dispatch.go), and where a step stands (step.go).
+// (dispatch.go), where a step stands (step.go), the decisions a person takes and
+// their record (decisions.go), the scopes of a concurrency limit (limits.go), and
+// the error that refuses a request by field (input.go).
 //
 // It imports only the standard library and uuid, so that the workflow code, which
 // must not reach the database or the network, can use these types without linking

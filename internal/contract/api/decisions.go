@@ -1,21 +1,25 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/mantis-deploy/mantis/internal/domain"
+)
 
 // Decisions a person takes in a running deployment; each is the name of the Temporal
 // Update the API sends to the deployment's workflow.
 const (
-	DecisionApprove = "approve"
-	DecisionReject  = "reject"
-	DecisionRetry   = "retry"
-	DecisionSkip    = "skip"
-	DecisionAbort   = "abort"
-	DecisionPause   = "pause"
-	DecisionResume  = "resume"
+	DecisionApprove = domain.DecisionApprove
+	DecisionReject  = domain.DecisionReject
+	DecisionRetry   = domain.DecisionRetry
+	DecisionSkip    = domain.DecisionSkip
+	DecisionAbort   = domain.DecisionAbort
+	DecisionPause   = domain.DecisionPause
+	DecisionResume  = domain.DecisionResume
 )
 
 // DecisionNames lists every decision.
-var DecisionNames = []string{DecisionApprove, DecisionReject, DecisionRetry, DecisionSkip, DecisionAbort, DecisionPause, DecisionResume}
+var DecisionNames = domain.DecisionNames
 
 // MaxDecisionComment bounds a decision's comment, in bytes.
 const MaxDecisionComment = 2000
@@ -30,13 +34,9 @@ type DecisionRequest struct {
 }
 
 // Decision is a recorded decision: what, by which API token, when, at which step.
-type Decision struct {
-	Decision string    `json:"decision"`
-	By       string    `json:"by"`
-	At       time.Time `json:"at"`
-	Step     *int      `json:"step,omitempty"`
-	Comment  string    `json:"comment,omitempty"`
-}
+// It is domain's: the deployment workflow returns it as the result of the decision's
+// Update, and the API answers with that result as it is.
+type Decision = domain.Decision
 
 // DecisionList is the answer of GET /api/v1/deployments/{id}/decisions.
 type DecisionList struct {

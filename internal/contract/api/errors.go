@@ -6,7 +6,8 @@
 // machine-readable description of the same contract is api/openapi.yaml at the
 // repository's root, served at OpenAPIPath; tests hold the two together.
 //
-// The package imports nothing from the project.
+// The package imports nothing from the project but internal/domain, whose states
+// and names it shares with the server.
 package api
 
 import (

@@ -1,21 +1,25 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/mantis-deploy/mantis/internal/domain"
+)
 
 // The scopes of a concurrency limit.
 const (
 	// LimitScopeTarget caps the commands running at once on one target: the target
 	// named by Value, or, with no Value, every target (the default).
-	LimitScopeTarget = "target"
+	LimitScopeTarget = domain.LimitScopeTarget
 	// LimitScopeLabel caps the commands running at once on all the targets whose
 	// label Label has the value Value.
-	LimitScopeLabel = "label"
+	LimitScopeLabel = domain.LimitScopeLabel
 )
 
 // DefaultTargetLimit is the name of the per-target default limit (scope target, no
 // value), which caps every target at one running command unless changed. It may be
 // changed but not deleted.
-const DefaultTargetLimit = "target-default"
+const DefaultTargetLimit = domain.DefaultTargetLimit
 
 // Limit is a concurrency limit, the body of POST /api/v1/limits and an entry of
 // GET /api/v1/limits. Its name is what a held dispatch request's held_by shows.

@@ -1,6 +1,7 @@
 // Package freeze decides when a freeze window holds: its validation and ActiveAt, the
 // pure logic shared by the API (which refuses a deployment at creation) and the
 // StartDeployment activity (which refuses one started from any Temporal client).
+// The store keeps freezes in these types; the API maps its own to them.
 package freeze
 
 import (
@@ -10,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // Bounds on what a freeze may hold.
@@ -26,28 +27,51 @@ var Days = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
-// Problems returns every problem of f, each "field: problem", or none.
-func Problems(f api.NewFreeze) []string {
-	var out []string
-	add := func(field, format string, args ...any) { out = append(out, field+": "+fmt.Sprintf(format, args...)) }
+// Definition is a freeze window as its author defines it: it refuses deployments on
+// the targets Selector matches (every key=value; empty matches all), from StartsAt
+// (open when nil) until EndsAt (open when nil) and, when Weekly is set, only inside
+// that weekly window.
+type Definition struct {
+	Name     string
+	Selector map[string]string
+	Reason   string
+	StartsAt *time.Time
+	EndsAt   *time.Time
+	Weekly   *WeeklyWindow
+}
+
+// WeeklyWindow is a window that opens on each of Days (mon, tue, ...) at From
+// ("HH:MM", local time of Timezone, UTC when empty) and closes at the next To: a To
+// at or before From closes on the next day, and To equal to From lasts 24 hours. The
+// store keeps it as JSON, under these names.
+type WeeklyWindow struct {
+	Days     []string `json:"days"`
+	From     string   `json:"from"`
+	To       string   `json:"to"`
+	Timezone string   `json:"timezone,omitempty"`
+}
+
+// Problems returns every problem of f by field, or none.
+func Problems(f Definition) domain.Problems {
+	var out domain.Problems
 	if !namePattern.MatchString(f.Name) {
-		add("name", "required: letters, digits, '.', '_' or '-', at most 128")
+		out.Add("name", "required: letters, digits, '.', '_' or '-', at most 128")
 	}
 	if strings.TrimSpace(f.Reason) == "" {
-		add("reason", "required")
+		out.Add("reason", "required")
 	} else if len(f.Reason) > MaxReasonBytes || strings.ContainsRune(f.Reason, 0) {
-		add("reason", "at most %d bytes, no NUL", MaxReasonBytes)
+		out.Addf("reason", "at most %d bytes, no NUL", MaxReasonBytes)
 	}
 	if len(f.Selector) > MaxSelectorKeys {
-		add("selector", "at most %d labels, got %d", MaxSelectorKeys, len(f.Selector))
+		out.Addf("selector", "at most %d labels, got %d", MaxSelectorKeys, len(f.Selector))
 	}
 	for k, v := range f.Selector {
 		if k == "" || len(k)+len(v) > MaxLabelBytes || strings.ContainsRune(k+v, 0) {
-			add("selector", "label %.40q: keys must not be empty, key and value at most %d bytes together", k, MaxLabelBytes)
+			out.Addf("selector", "label %.40q: keys must not be empty, key and value at most %d bytes together", k, MaxLabelBytes)
 		}
 	}
 	if f.StartsAt != nil && f.EndsAt != nil && !f.StartsAt.Before(*f.EndsAt) {
-		add("ends_at", "must be after starts_at")
+		out.Add("ends_at", "must be after starts_at")
 	}
 	if f.Weekly != nil {
 		out = append(out, weeklyProblems(*f.Weekly)...)
@@ -56,26 +80,26 @@ func Problems(f api.NewFreeze) []string {
 }
 
 // weeklyProblems returns every problem of a weekly window.
-func weeklyProblems(w api.WeeklyWindow) []string {
-	var out []string
+func weeklyProblems(w WeeklyWindow) domain.Problems {
+	var out domain.Problems
 	if len(w.Days) == 0 || len(w.Days) > 7 {
-		out = append(out, "weekly.days: between 1 and 7 of "+strings.Join(Days, ", "))
+		out.Add("weekly.days", "between 1 and 7 of "+strings.Join(Days, ", "))
 	}
 	for i, d := range w.Days {
 		if !slices.Contains(Days, d) {
-			out = append(out, fmt.Sprintf("weekly.days[%d]: must be one of %s, got %.20q", i, strings.Join(Days, ", "), d))
+			out.Addf(fmt.Sprintf("weekly.days[%d]", i), "must be one of %s, got %.20q", strings.Join(Days, ", "), d)
 		}
 	}
 	if _, err := clock(w.From); err != nil {
-		out = append(out, "weekly.from: "+err.Error())
+		out.Add("weekly.from", err.Error())
 	}
 	if _, err := clock(w.To); err != nil {
-		out = append(out, "weekly.to: "+err.Error())
+		out.Add("weekly.to", err.Error())
 	}
 	if len(w.Timezone) > MaxTimezoneBytes {
-		out = append(out, fmt.Sprintf("weekly.timezone: at most %d bytes", MaxTimezoneBytes))
+		out.Addf("weekly.timezone", "at most %d bytes", MaxTimezoneBytes)
 	} else if _, err := time.LoadLocation(w.Timezone); err != nil {
-		out = append(out, fmt.Sprintf("weekly.timezone: unknown time zone %q", w.Timezone))
+		out.Addf("weekly.timezone", "unknown time zone %q", w.Timezone)
 	}
 	return out
 }
@@ -94,7 +118,7 @@ func clock(s string) (time.Duration, error) {
 type Window struct {
 	StartsAt *time.Time
 	EndsAt   *time.Time
-	Weekly   *api.WeeklyWindow
+	Weekly   *WeeklyWindow
 }
 
 // ActiveAt reports whether the window holds at now. A weekly window with a bad
@@ -114,7 +138,7 @@ func (w Window) ActiveAt(now time.Time) bool {
 
 // weeklyActive reports whether now falls in a window opened on one of the days
 // at From, today's or yesterday's (a window lasts at most 24 hours).
-func weeklyActive(w api.WeeklyWindow, now time.Time) bool {
+func weeklyActive(w WeeklyWindow, now time.Time) bool {
 	loc, err := time.LoadLocation(w.Timezone)
 	from, errFrom := clock(w.From)
 	to, errTo := clock(w.To)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/freeze"
 )
 
@@ -21,7 +20,7 @@ func at(t *testing.T, s string) time.Time {
 // 08:00 in its own time zone, and not outside.
 func TestWeeklyWindowWrapsPastMidnight(t *testing.T) {
 	t.Parallel()
-	w := freeze.Window{Weekly: &api.WeeklyWindow{Days: []string{"fri"}, From: "18:00", To: "08:00", Timezone: "Europe/Paris"}}
+	w := freeze.Window{Weekly: &freeze.WeeklyWindow{Days: []string{"fri"}, From: "18:00", To: "08:00", Timezone: "Europe/Paris"}}
 	// 2026-12-04 is a Friday; Paris is UTC+1 in December.
 	for s, want := range map[string]bool{
 		"2026-12-04T16:59:00Z": false, // 17:59 Paris
@@ -37,7 +36,7 @@ func TestWeeklyWindowWrapsPastMidnight(t *testing.T) {
 // Whole days: from equal to to lasts 24 hours from that time on each listed day.
 func TestWeeklyWindowWholeDays(t *testing.T) {
 	t.Parallel()
-	w := freeze.Window{Weekly: &api.WeeklyWindow{Days: []string{"sat", "sun"}, From: "00:00", To: "00:00"}}
+	w := freeze.Window{Weekly: &freeze.WeeklyWindow{Days: []string{"sat", "sun"}, From: "00:00", To: "00:00"}}
 	require.False(t, w.ActiveAt(at(t, "2026-12-04T23:59:59Z")))
 	require.True(t, w.ActiveAt(at(t, "2026-12-05T00:00:00Z")))
 	require.True(t, w.ActiveAt(at(t, "2026-12-06T23:59:00Z")))
@@ -52,7 +51,7 @@ func TestWindowBounds(t *testing.T) {
 	require.False(t, w.ActiveAt(start.Add(-time.Second)))
 	require.True(t, w.ActiveAt(start))
 	require.False(t, w.ActiveAt(end))
-	w.Weekly = &api.WeeklyWindow{Days: []string{"sat"}, From: "00:00", To: "00:00"}
+	w.Weekly = &freeze.WeeklyWindow{Days: []string{"sat"}, From: "00:00", To: "00:00"}
 	require.False(t, w.ActiveAt(at(t, "2026-12-25T12:00:00Z")), "a Friday inside the bounds but outside the weekly window")
 	require.True(t, w.ActiveAt(at(t, "2026-12-26T12:00:00Z")))
 	require.True(t, freeze.Window{}.ActiveAt(time.Now()), "an open window always holds")
@@ -62,25 +61,15 @@ func TestWindowBounds(t *testing.T) {
 func TestProblemsNameEveryField(t *testing.T) {
 	t.Parallel()
 	start := at(t, "2026-12-24T00:00:00Z")
-	got := freeze.Problems(api.NewFreeze{Name: "bad name", StartsAt: &start, EndsAt: &start,
-		Weekly: &api.WeeklyWindow{Days: []string{"someday"}, From: "25:00", To: "8:00", Timezone: "Mars/Olympus"}})
+	got := freeze.Problems(freeze.Definition{Name: "bad name", StartsAt: &start, EndsAt: &start,
+		Weekly: &freeze.WeeklyWindow{Days: []string{"someday"}, From: "25:00", To: "8:00", Timezone: "Mars/Olympus"}})
 	fields := map[string]bool{}
 	for _, p := range got {
-		field, _, _ := cutField(p)
-		fields[field] = true
+		fields[p.Field] = true
 	}
 	for _, f := range []string{"name", "reason", "ends_at", "weekly.days[0]", "weekly.from", "weekly.to", "weekly.timezone"} {
 		require.True(t, fields[f], "%s not named in %q", f, got)
 	}
-	require.Empty(t, freeze.Problems(api.NewFreeze{Name: "weekend", Reason: "no weekend deploys",
-		Weekly: &api.WeeklyWindow{Days: []string{"sat", "sun"}, From: "00:00", To: "00:00", Timezone: "UTC"}}))
-}
-
-func cutField(p string) (string, string, bool) {
-	for i := 0; i+1 < len(p); i++ {
-		if p[i] == ':' && p[i+1] == ' ' {
-			return p[:i], p[i+2:], true
-		}
-	}
-	return p, "", false
+	require.Empty(t, freeze.Problems(freeze.Definition{Name: "weekend", Reason: "no weekend deploys",
+		Weekly: &freeze.WeeklyWindow{Days: []string{"sat", "sun"}, From: "00:00", To: "00:00", Timezone: "UTC"}}))
 }

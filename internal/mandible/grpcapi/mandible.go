@@ -92,7 +92,7 @@ func parseID(field, v string) (uuid.UUID, error) {
 
 // toStatus maps the schema's errors to gRPC codes at the boundary.
 func (s *MandibleService) toStatus(ctx context.Context, op string, err error) error {
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	switch {
 	case err == nil:
 		return nil
@@ -103,7 +103,7 @@ func (s *MandibleService) toStatus(ctx context.Context, op string, err error) er
 	case errors.Is(err, schema.ErrNotFound):
 		return status.Error(codes.NotFound, op+": not found")
 	case errors.As(err, &inputErr):
-		return status.Error(codes.InvalidArgument, strings.Join(inputErr.Problems, "; "))
+		return status.Error(codes.InvalidArgument, inputErr.Problems.String())
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	}

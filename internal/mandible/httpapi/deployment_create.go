@@ -14,6 +14,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -125,7 +126,7 @@ func (s *server) readSpec(w http.ResponseWriter, r *http.Request) (spec.Deployme
 	}
 	// Unknown targets are the caller's mistake: say so now, not in the workflow.
 	if _, err := schema.ResolveTargets(r.Context(), s.db, d.Targets, d.TargetSelector); err != nil {
-		var inputErr *schema.InputError
+		var inputErr *domain.InputError
 		if errors.As(err, &inputErr) {
 			writeInputError(w, r, inputErr)
 			return spec.Deployment{}, false

@@ -62,18 +62,18 @@ func (s *server) getDeployment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Spec = redactSpec(d.Spec)
-	api.WriteJSON(w, http.StatusOK, api.DeploymentAnswer{Deployment: d, Links: s.links(d.ID)})
+	api.WriteJSON(w, http.StatusOK, api.DeploymentAnswer{Deployment: deploymentOf(d), Links: s.links(d.ID)})
 }
 
 func (s *server) listDeployments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := schema.DeploymentFilter{Name: q.Get("name")}
-	var problems []string
-	f.Statuses, problems = statusesParam(q, problems, domain.DeploymentStatuses)
-	f.Limit, problems = limitParam(q, problems, maxDeploymentPage)
-	f.Before, problems = uuidParam(q, problems, "before")
+	var problems domain.Problems
+	f.Statuses = statusesParam(q, &problems, domain.DeploymentStatuses)
+	f.Limit = limitParam(q, &problems, maxDeploymentPage)
+	f.Before = uuidParam(q, &problems, "before")
 	if len(problems) > 0 {
-		writeInputError(w, r, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &domain.InputError{Problems: problems})
 		return
 	}
 	ds, err := schema.ListDeployments(r.Context(), s.db, f)
@@ -81,7 +81,7 @@ func (s *server) listDeployments(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.DeploymentList{Deployments: nonNil(ds)}
+	resp := api.DeploymentList{Deployments: nonNil(mapped(ds, deploymentOf))}
 	if len(ds) == pageSize(f.Limit, defaultDeploymentPage) {
 		resp.Next = "/api/v1/deployments?" + withBefore(q, ds[len(ds)-1].ID)
 	}

@@ -31,18 +31,18 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	reqs := make([]schema.NewDispatchRequest, len(body.Requests))
-	var problems []string
+	var problems domain.Problems
 	for i, b := range body.Requests {
 		var timeout time.Duration
 		if b.Timeout != "" {
 			d, err := time.ParseDuration(b.Timeout)
 			switch {
 			case err != nil || d <= 0:
-				problems = append(problems, "requests["+strconv.Itoa(i)+"].timeout: must be a positive duration like \"90s\", got "+strconv.Quote(b.Timeout))
+				problems.Add("requests["+strconv.Itoa(i)+"].timeout", "must be a positive duration like \"90s\", got "+strconv.Quote(b.Timeout))
 			case d > spec.MaxStepTimeout:
 				// A step's bound holds for a raw request too: past it a holder's
 				// deadline arithmetic overflows, and nothing legitimate runs longer.
-				problems = append(problems, "requests["+strconv.Itoa(i)+"].timeout: must be at most "+spec.MaxStepTimeout.String()+", got "+strconv.Quote(b.Timeout))
+				problems.Add("requests["+strconv.Itoa(i)+"].timeout", "must be at most "+spec.MaxStepTimeout.String()+", got "+strconv.Quote(b.Timeout))
 			}
 			timeout = d
 		}
@@ -53,7 +53,7 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: b.IdempotencyKey, Target: b.Target, Command: b.Command, Priority: priority, Timeout: timeout}
 	}
 	if len(problems) > 0 {
-		writeInputError(w, r, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &domain.InputError{Problems: problems})
 		return
 	}
 	overridden, ok := s.targetsFreezeGate(w, r, requestTargets(reqs))
@@ -61,7 +61,7 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	out, err := schema.EnqueueDispatchRequests(r.Context(), s.db, reqs)
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	if errors.As(err, &inputErr) {
 		writeInputError(w, r, inputErr)
 		return
@@ -80,13 +80,13 @@ func (s *server) enqueueDispatchRequests(w http.ResponseWriter, r *http.Request)
 func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := schema.DispatchRequestFilter{Target: q.Get("target")}
-	var problems []string
-	f.Statuses, problems = statusesParam(q, problems, listableDispatchStatuses)
-	f.Limit, problems = limitParam(q, problems, maxDispatchPage)
-	f.DeploymentID, problems = uuidParam(q, problems, "deployment")
-	f.Before, problems = uuidParam(q, problems, "before")
+	var problems domain.Problems
+	f.Statuses = statusesParam(q, &problems, listableDispatchStatuses)
+	f.Limit = limitParam(q, &problems, maxDispatchPage)
+	f.DeploymentID = uuidParam(q, &problems, "deployment")
+	f.Before = uuidParam(q, &problems, "before")
 	if len(problems) > 0 {
-		writeInputError(w, r, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &domain.InputError{Problems: problems})
 		return
 	}
 	views, err := schema.ListDispatchRequests(r.Context(), s.db, f, s.heartbeatTimeout)
@@ -94,7 +94,7 @@ func (s *server) listDispatchRequests(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	resp := api.DispatchRequestList{Requests: nonNil(views)}
+	resp := api.DispatchRequestList{Requests: nonNil(mapped(views, dispatchRequestOf))}
 	if len(views) == pageSize(f.Limit, defaultDispatchPage) {
 		resp.Next = "/api/v1/dispatch-requests?" + withBefore(q, views[len(views)-1].ID)
 	}

@@ -26,5 +26,5 @@ func (s *server) getDispatchRequest(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, v)
+	api.WriteJSON(w, http.StatusOK, dispatchRequestOf(v))
 }

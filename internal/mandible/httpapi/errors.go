@@ -14,20 +14,12 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
-	"github.com/mantis-deploy/mantis/schema"
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
 // writeInputError answers 400 with one field entry per problem of err.
-func writeInputError(w http.ResponseWriter, r *http.Request, err *schema.InputError) {
-	fields := make([]api.FieldProblem, 0, len(err.Problems))
-	for _, p := range err.Problems {
-		field, problem, ok := strings.Cut(p, ": ")
-		if !ok {
-			field, problem = "", p
-		}
-		fields = append(fields, api.FieldProblem{Field: field, Problem: problem})
-	}
-	api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(), fields...)
+func writeInputError(w http.ResponseWriter, r *http.Request, err *domain.InputError) {
+	api.WriteError(w, r, http.StatusBadRequest, api.CodeInvalidArgument, err.Error(), fieldProblemsOf(err.Problems)...)
 }
 
 // writeServerError logs err and answers without leaking it: 503 with Retry-After

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -20,8 +21,8 @@ func (s *server) createFreeze(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, s.maxBody, &body) {
 		return
 	}
-	f, err := schema.CreateFreeze(r.Context(), s.db, body, actor(r))
-	var inputErr *schema.InputError
+	f, err := schema.CreateFreeze(r.Context(), s.db, freezeDefinition(body), actor(r))
+	var inputErr *domain.InputError
 	switch {
 	case errors.As(err, &inputErr):
 		writeInputError(w, r, inputErr)
@@ -34,7 +35,7 @@ func (s *server) createFreeze(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.InfoContext(r.Context(), "freeze created", "freeze", f.Name, "active", f.Active, "actor", actor(r))
-	api.WriteJSON(w, http.StatusCreated, f)
+	api.WriteJSON(w, http.StatusCreated, freezeOf(f))
 }
 
 func (s *server) listFreezes(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +44,7 @@ func (s *server) listFreezes(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, api.FreezeList{Freezes: fs})
+	api.WriteJSON(w, http.StatusOK, api.FreezeList{Freezes: mapped(fs, freezeOf)})
 }
 
 func (s *server) deleteFreeze(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +66,7 @@ func (s *server) deleteFreeze(w http.ResponseWriter, r *http.Request) {
 // answers the refusal itself and returns ok = false: 409 naming each freeze and its
 // reason, or 403 for an override asked without an admin token. When an admin
 // overrides, it returns the freezes overridden, for the caller to record.
-func (s *server) freezeGate(w http.ResponseWriter, r *http.Request, d spec.Deployment) (overridden []api.BlockingFreeze, ok bool) {
+func (s *server) freezeGate(w http.ResponseWriter, r *http.Request, d spec.Deployment) (overridden []schema.BlockingFreeze, ok bool) {
 	override, ok := s.overrideAsked(w, r)
 	if !ok {
 		return nil, false
@@ -76,7 +77,7 @@ func (s *server) freezeGate(w http.ResponseWriter, r *http.Request, d spec.Deplo
 
 // targetsFreezeGate is freezeGate for commands on named targets (raw dispatch
 // requests): a freeze holds whatever the entry point, with the same override.
-func (s *server) targetsFreezeGate(w http.ResponseWriter, r *http.Request, targets []string) (overridden []api.BlockingFreeze, ok bool) {
+func (s *server) targetsFreezeGate(w http.ResponseWriter, r *http.Request, targets []string) (overridden []schema.BlockingFreeze, ok bool) {
 	override, ok := s.overrideAsked(w, r)
 	if !ok {
 		return nil, false
@@ -102,7 +103,7 @@ func (s *server) overrideAsked(w http.ResponseWriter, r *http.Request) (override
 
 // decideFreeze answers what, blocked by blocking (or err reading them), with 409
 // unless an admin overrides; it returns the freezes overridden.
-func (s *server) decideFreeze(w http.ResponseWriter, r *http.Request, what string, override bool, blocking []api.BlockingFreeze, err error) ([]api.BlockingFreeze, bool) {
+func (s *server) decideFreeze(w http.ResponseWriter, r *http.Request, what string, override bool, blocking []schema.BlockingFreeze, err error) ([]schema.BlockingFreeze, bool) {
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return nil, false
@@ -118,7 +119,7 @@ func (s *server) decideFreeze(w http.ResponseWriter, r *http.Request, what strin
 }
 
 // blockingFreezes returns the freezes active now that match some of d's targets.
-func (s *server) blockingFreezes(r *http.Request, d spec.Deployment) ([]api.BlockingFreeze, error) {
+func (s *server) blockingFreezes(r *http.Request, d spec.Deployment) ([]schema.BlockingFreeze, error) {
 	targets, err := schema.ResolveTargets(r.Context(), s.db, d.Targets, d.TargetSelector)
 	if err != nil {
 		return nil, err
@@ -128,7 +129,7 @@ func (s *server) blockingFreezes(r *http.Request, d spec.Deployment) ([]api.Bloc
 
 // writeFrozen answers 409 naming every blocking freeze and its reason, one field
 // entry per freeze ("freezes.<name>").
-func writeFrozen(w http.ResponseWriter, r *http.Request, what string, blocking []api.BlockingFreeze) {
+func writeFrozen(w http.ResponseWriter, r *http.Request, what string, blocking []schema.BlockingFreeze) {
 	names := make([]string, len(blocking))
 	fields := make([]api.FieldProblem, len(blocking))
 	for i, f := range blocking {
@@ -141,7 +142,7 @@ func writeFrozen(w http.ResponseWriter, r *http.Request, what string, blocking [
 }
 
 // recordOverride records who overrode which freezes on a new deployment.
-func (s *server) recordOverride(r *http.Request, d spec.Deployment, overridden []api.BlockingFreeze) error {
+func (s *server) recordOverride(r *http.Request, d spec.Deployment, overridden []schema.BlockingFreeze) error {
 	if len(overridden) == 0 {
 		return nil
 	}

@@ -15,5 +15,5 @@ func (s *server) listThoraxInstances(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, api.ThoraxInstanceList{Instances: is})
+	api.WriteJSON(w, http.StatusOK, api.ThoraxInstanceList{Instances: mapped(is, thoraxInstanceOf)})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -19,7 +20,7 @@ func (s *server) listLimits(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, api.LimitList{Limits: nonNil(ls)})
+	api.WriteJSON(w, http.StatusOK, api.LimitList{Limits: nonNil(mapped(ls, limitOf))})
 }
 
 func (s *server) getLimit(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +34,7 @@ func (s *server) getLimit(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, l)
+	api.WriteJSON(w, http.StatusOK, limitOf(l))
 }
 
 func (s *server) setLimit(w http.ResponseWriter, r *http.Request) {
@@ -41,26 +42,26 @@ func (s *server) setLimit(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, min(s.maxBody, maxLimitBody), &body) {
 		return
 	}
-	l, err := schema.SetLimit(r.Context(), s.db, body, actor(r))
-	var inputErr *schema.InputError
+	l, err := schema.SetLimit(r.Context(), s.db, newLimit(body), actor(r))
+	var inputErr *domain.InputError
 	switch {
 	case errors.As(err, &inputErr):
 		writeInputError(w, r, inputErr)
 		return
 	case errors.Is(err, schema.ErrLimitConflict):
-		writeInputError(w, r, &schema.InputError{Problems: []string{s.limitConflict(r.Context(), body)}})
+		writeInputError(w, r, s.limitConflict(r.Context(), body))
 		return
 	case err != nil:
 		writeServerError(w, r, s.logger, err)
 		return
 	}
 	s.logger.InfoContext(r.Context(), "concurrency limit set", "limit", l.Name, "scope", l.Scope, "max_running", l.MaxRunning, "actor", actor(r))
-	api.WriteJSON(w, http.StatusOK, l)
+	api.WriteJSON(w, http.StatusOK, limitOf(l))
 }
 
 // limitConflict says which limit already covers what body would cover, as a field
 // problem.
-func (s *server) limitConflict(ctx context.Context, body api.Limit) string {
+func (s *server) limitConflict(ctx context.Context, body api.Limit) *domain.InputError {
 	field, what := "value", "target "+body.Value
 	switch {
 	case body.Scope == schema.LimitScopeLabel:
@@ -72,11 +73,11 @@ func (s *server) limitConflict(ctx context.Context, body api.Limit) string {
 	if err == nil {
 		for _, l := range ls {
 			if l.Scope == body.Scope && l.Label == body.Label && l.Value == body.Value && l.Name != body.Name {
-				return fmt.Sprintf("%s: limit %s already covers %s; change that one or delete it first", field, l.Name, what)
+				return domain.Invalid(field, fmt.Sprintf("limit %s already covers %s; change that one or delete it first", l.Name, what))
 			}
 		}
 	}
-	return fmt.Sprintf("%s: another limit already covers %s", field, what)
+	return domain.Invalid(field, "another limit already covers "+what)
 }
 
 func (s *server) deleteLimit(w http.ResponseWriter, r *http.Request) {

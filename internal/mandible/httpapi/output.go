@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -30,7 +31,7 @@ func (s *server) getDeploymentOutput(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f, limit, problems := outputParams(q)
 	if len(problems) > 0 {
-		writeInputError(w, r, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &domain.InputError{Problems: problems})
 		return
 	}
 	chunks, err := schema.ReadDeploymentOutput(r.Context(), s.db, d.ID, f, pageSize(limit, defaultOutputPage))
@@ -55,38 +56,38 @@ func (s *server) getDeploymentOutput(w http.ResponseWriter, r *http.Request) {
 }
 
 // outputParams reads target, step, after and limit, with every problem found.
-func outputParams(q url.Values) (schema.OutputFilter, int, []string) {
+func outputParams(q url.Values) (schema.OutputFilter, int, domain.Problems) {
 	var (
 		f        schema.OutputFilter
-		problems []string
+		problems domain.Problems
 	)
 	for key := range q {
 		switch key {
 		case "target", "step", "after", "limit":
 		default:
-			problems = append(problems, key+": unknown parameter")
+			problems.Add(key, "unknown parameter")
 		}
 	}
 	if v := q.Get("target"); v != "" {
 		if !outputTargetPattern.MatchString(v) {
-			problems = append(problems, "target: not a target name: "+strconv.Quote(v))
+			problems.Add("target", "not a target name: "+strconv.Quote(v))
 		}
 		f.Target = v
 	}
 	if v := q.Get("step"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 10000 {
-			problems = append(problems, "step: must be a step position, 0-10000, got "+strconv.Quote(v))
+			problems.Add("step", "must be a step position, 0-10000, got "+strconv.Quote(v))
 		}
 		f.Step = &n
 	}
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			problems = append(problems, "after: must be a chunk id, 0 or more, got "+strconv.Quote(v))
+			problems.Add("after", "must be a chunk id, 0 or more, got "+strconv.Quote(v))
 		}
 		f.After = n
 	}
-	limit, problems := limitParam(q, problems, maxOutputPage)
+	limit := limitParam(q, &problems, maxOutputPage)
 	return f, limit, problems
 }

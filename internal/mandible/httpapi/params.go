@@ -7,27 +7,29 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
-// The query parameters of the list routes are read by these helpers. Each appends
-// its problems, in the "<param>: <problem>" form of schema.InputError, to problems
-// and returns them with the value, so that one answer lists every bad parameter.
+// The query parameters of the list routes are read by these helpers. Each adds its
+// problems, by parameter, to problems and returns the value, so that one answer
+// lists every bad parameter.
 
 // statusesParam reads ?status=a,b, each of which must be one of allowed.
-func statusesParam(q url.Values, problems []string, allowed []string) ([]string, []string) {
+func statusesParam(q url.Values, problems *domain.Problems, allowed []string) []string {
 	v := q.Get("status")
 	if v == "" {
-		return nil, problems
+		return nil
 	}
 	var out []string
 	for _, st := range strings.Split(v, ",") {
 		if !slices.Contains(allowed, st) {
-			problems = append(problems, "status: must be "+oneOf(allowed)+", got "+strconv.Quote(st))
+			problems.Add("status", "must be "+oneOf(allowed)+", got "+strconv.Quote(st))
 			continue
 		}
 		out = append(out, st)
 	}
-	return out, problems
+	return out
 }
 
 // oneOf lists values as "a, b or c".
@@ -39,29 +41,30 @@ func oneOf(values []string) string {
 }
 
 // limitParam reads ?limit=n, 1 to most; 0 when absent.
-func limitParam(q url.Values, problems []string, most int) (int, []string) {
+func limitParam(q url.Values, problems *domain.Problems, most int) int {
 	v := q.Get("limit")
 	if v == "" {
-		return 0, problems
+		return 0
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > most {
-		problems = append(problems, "limit: must be 1-"+strconv.Itoa(most)+", got "+strconv.Quote(v))
+		problems.Add("limit", "must be 1-"+strconv.Itoa(most)+", got "+strconv.Quote(v))
 	}
-	return n, problems
+	return n
 }
 
 // uuidParam reads the UUID parameter key; nil when absent.
-func uuidParam(q url.Values, problems []string, key string) (*uuid.UUID, []string) {
+func uuidParam(q url.Values, problems *domain.Problems, key string) *uuid.UUID {
 	v := q.Get(key)
 	if v == "" {
-		return nil, problems
+		return nil
 	}
 	id, err := uuid.Parse(v)
 	if err != nil {
-		return nil, append(problems, key+": must be a UUID, got "+strconv.Quote(v))
+		problems.Add(key, "must be a UUID, got "+strconv.Quote(v))
+		return nil
 	}
-	return &id, problems
+	return &id
 }
 
 // pageSize is the size of a page asked for with limit (0 for the default).

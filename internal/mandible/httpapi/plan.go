@@ -33,12 +33,15 @@ func (s *server) plan(r *http.Request, d spec.Deployment, now time.Time) (api.De
 	if p.Offline, err = schema.OfflineTargets(ctx, s.db, targets, s.heartbeatTimeout); err != nil {
 		return api.DeploymentPlan{}, err
 	}
-	if p.Freezes, err = schema.BlockingFreezes(ctx, s.db, targets, now); err != nil {
+	freezes, err := schema.BlockingFreezes(ctx, s.db, targets, now)
+	if err != nil {
 		return api.DeploymentPlan{}, err
 	}
-	if p.Limits, err = schema.LimitsCoveringTargets(ctx, s.db, targets); err != nil {
+	limits, err := schema.LimitsCoveringTargets(ctx, s.db, targets)
+	if err != nil {
 		return api.DeploymentPlan{}, err
 	}
+	p.Freezes, p.Limits = mapped(freezes, blockingFreezeOf), mapped(limits, planLimitOf)
 	for i, st := range d.Steps {
 		rollout := d.Rollout
 		if st.Rollout != nil {

@@ -278,7 +278,7 @@ func (s *server) createRelated(w http.ResponseWriter, r *http.Request, d spec.De
 		return api.CreatedDeployment{}, 0, false
 	}
 	if _, err := schema.ResolveTargets(r.Context(), s.db, d.Targets, d.TargetSelector); err != nil {
-		var inputErr *schema.InputError
+		var inputErr *domain.InputError
 		if errors.As(err, &inputErr) {
 			writeInputError(w, r, inputErr)
 			return api.CreatedDeployment{}, 0, false

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/spec"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
 )
@@ -150,7 +151,7 @@ func (s *server) scheduledSpec(w http.ResponseWriter, r *http.Request, raw []byt
 	}
 	d = d.WithDefaults()
 	if _, err := schema.ResolveTargets(r.Context(), s.db, d.Targets, d.TargetSelector); err != nil {
-		var inputErr *schema.InputError
+		var inputErr *domain.InputError
 		if errors.As(err, &inputErr) {
 			writeInputError(w, r, inputErr)
 		} else {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -14,7 +15,7 @@ func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := schema.RegisterTarget(r.Context(), s.db, schema.NewTarget{Name: body.Name, Mode: body.Mode, Address: body.Address, Labels: body.Labels}, s.heartbeatTimeout)
-	var inputErr *schema.InputError
+	var inputErr *domain.InputError
 	if errors.As(err, &inputErr) {
 		writeInputError(w, r, inputErr)
 		return
@@ -24,7 +25,7 @@ func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.InfoContext(r.Context(), "target registered", "target", t.Name, "mode", t.Mode, "actor", actor(r))
-	api.WriteJSON(w, http.StatusOK, t)
+	api.WriteJSON(w, http.StatusOK, targetOf(t))
 }
 
 func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +34,7 @@ func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, api.TargetList{Targets: nonNil(ts)})
+	api.WriteJSON(w, http.StatusOK, api.TargetList{Targets: nonNil(mapped(ts, targetOf))})
 }
 
 func (s *server) deregisterTarget(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/webhook"
 	"github.com/mantis-deploy/mantis/schema"
 )
@@ -25,7 +26,7 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if problems := webhook.Problems(body); len(problems) > 0 {
-		writeInputError(w, r, &schema.InputError{Problems: problems})
+		writeInputError(w, r, &domain.InputError{Problems: problems})
 		return
 	}
 	wh, err := schema.CreateWebhook(r.Context(), s.db, schema.NewWebhook{URL: body.URL, EventTypes: body.EventTypes, Secret: body.Secret,
@@ -36,7 +37,7 @@ func (s *server) createWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logger.InfoContext(r.Context(), "webhook created", "webhook_id", wh.ID, "event_types", len(wh.EventTypes),
 		"allow_private_network", wh.AllowPrivateNetwork, "actor", actor(r))
-	api.WriteJSON(w, http.StatusCreated, wh)
+	api.WriteJSON(w, http.StatusCreated, webhookOf(wh))
 }
 
 func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
@@ -45,7 +46,7 @@ func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, api.WebhookList{Webhooks: hooks})
+	api.WriteJSON(w, http.StatusOK, api.WebhookList{Webhooks: mapped(hooks, webhookOf)})
 }
 
 func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +93,7 @@ func (s *server) listWebhookFailures(w http.ResponseWriter, r *http.Request) {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, api.WebhookDeliveryList{Deliveries: failed})
+	api.WriteJSON(w, http.StatusOK, api.WebhookDeliveryList{Deliveries: mapped(failed, webhookDeliveryOf)})
 }
 
 // webhookID reads the {id} of a webhook route, answering 400 when it is no UUID.

@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/contract/events"
 	"github.com/mantis-deploy/mantis/internal/mandible/webhook"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
+	"github.com/mantis-deploy/mantis/schema"
 )
 
 // outcome is how a webhook's one delivery ended.
@@ -25,7 +25,7 @@ type outcome struct {
 }
 
 // ended waits until wh's one delivery is no longer pending and returns how it ended.
-func ended(t *testing.T, pool *pgxpool.Pool, wh api.Webhook) outcome {
+func ended(t *testing.T, pool *pgxpool.Pool, wh schema.Webhook) outcome {
 	t.Helper()
 	var o outcome
 	require.Eventually(t, func() bool {

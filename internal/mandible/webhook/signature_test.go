@@ -31,8 +31,8 @@ func TestWebhookProblems(t *testing.T) {
 	require.Empty(t, webhook.Problems(api.NewWebhook{URL: "https://hooks.example/x", EventTypes: []string{"deployment.*", "step.failed"}, Secret: "0123456789abcdef"}))
 	got := webhook.Problems(api.NewWebhook{URL: "ftp://x/y", EventTypes: []string{"target.running"}, Secret: "short"})
 	require.Len(t, got, 3)
-	require.Contains(t, got[0], "url: must be http:// or https://")
-	require.Contains(t, got[1], "event_types[0]")
-	require.Contains(t, got[2], "secret")
-	require.Contains(t, webhook.Problems(api.NewWebhook{URL: "http://u:p@x/", EventTypes: []string{"step.*"}, Secret: "0123456789abcdef"})[0], "credentials")
+	require.Contains(t, got[0].String(), "url: must be http:// or https://")
+	require.Equal(t, "event_types[0]", got[1].Field)
+	require.Equal(t, "secret", got[2].Field)
+	require.Contains(t, webhook.Problems(api.NewWebhook{URL: "http://u:p@x/", EventTypes: []string{"step.*"}, Secret: "0123456789abcdef"})[0].Problem, "credentials")
 }

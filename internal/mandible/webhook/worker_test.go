@@ -62,7 +62,7 @@ func run(t *testing.T, w *webhook.Worker) {
 
 // addWebhook adds a webhook on url, a receiver of the test on loopback, which it
 // allows (allow_private_network).
-func addWebhook(t testing.TB, pool *pgxpool.Pool, url string, types ...string) api.Webhook {
+func addWebhook(t testing.TB, pool *pgxpool.Pool, url string, types ...string) schema.Webhook {
 	t.Helper()
 	wh, err := schema.CreateWebhook(context.Background(), pool, schema.NewWebhook{URL: url, EventTypes: types, Secret: secret, CreatedBy: "ops",
 		AllowPrivateNetwork: true})
@@ -160,7 +160,7 @@ func TestSpentAttemptsAreListedAsFailures(t *testing.T) {
 	wh := addWebhook(t, pool, srv.URL, "step.*")
 	run(t, &webhook.Worker{DB: pool, Interval: 20 * time.Millisecond, BaseBackoff: 10 * time.Millisecond, MaxAttempts: 3})
 	addEvent(t, pool, events.StepFailed)
-	var failed []api.WebhookDelivery
+	var failed []schema.WebhookDelivery
 	require.Eventually(t, func() bool {
 		var err error
 		failed, err = schema.WebhookDeliveries(context.Background(), pool, wh.ID, schema.WebhookDeliveryFailed, 10)
@@ -175,7 +175,7 @@ func TestSpentAttemptsAreListedAsFailures(t *testing.T) {
 		"no send after the last attempt")
 }
 
-func attempts(t *testing.T, pool *pgxpool.Pool, wh api.Webhook) int {
+func attempts(t *testing.T, pool *pgxpool.Pool, wh schema.Webhook) int {
 	t.Helper()
 	var n int
 	err := pool.QueryRow(context.Background(), `SELECT coalesce(max(attempts), 0) FROM webhook_deliveries WHERE webhook_id = $1`, wh.ID).Scan(&n)
