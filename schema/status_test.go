@@ -37,6 +37,8 @@ var enumColumns = []enumColumn{
 	{"command_queue", "priority", domain.Priorities},
 	{"targets", "mode", schema.Modes},
 	{"command_queue", "mode", schema.Modes},
+	{"concurrency_limits", "scope", domain.LimitScopes},
+	{"deployment_decisions", "decision", domain.DecisionNames},
 }
 
 // checkListValue matches one quoted value of a CHECK list as pg_get_constraintdef
@@ -62,9 +64,9 @@ func checkList(t *testing.T, table, column, def string) []string {
 	return out
 }
 
-// The states, priorities, modes and sources Go names are exactly those the
-// migrations' CHECK constraints allow: a value added or removed on one side only
-// fails here, before a write of it fails in production.
+// The states, priorities, modes, sources, limit scopes and decisions Go names are
+// exactly those the migrations' CHECK constraints allow: a value added or removed on
+// one side only fails here, before a write of it fails in production.
 func TestStatusConstantsMatchCheckConstraints(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -101,7 +103,7 @@ func TestCheckListReadsBothForms(t *testing.T) {
 // listedConstants are the lists of values, each following the const block it lists.
 var listedConstants = []string{
 	"DispatchStatuses", "DeploymentStatuses", "StepStatuses", "CommandStatuses", "InstanceStatuses",
-	"AnalysisStatuses", "AnalysisSources", "Modes", "Priorities",
+	"AnalysisStatuses", "AnalysisSources", "Modes", "Priorities", "LimitScopes", "DecisionNames",
 }
 
 // Every constant of a block of states is in the list that follows the block, so that
@@ -111,6 +113,9 @@ func TestStatusListsNameEveryConstant(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
+	shared, err := filepath.Glob("../internal/domain/*.go")
+	require.NoError(t, err)
+	files = append(files, shared...)
 	found := map[string]bool{}
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
@@ -129,7 +134,7 @@ func TestStatusListsNameEveryConstant(t *testing.T) {
 		}
 	}
 	for _, list := range listedConstants {
-		require.True(t, found[list], "no file of package schema declares %s", list)
+		require.True(t, found[list], "no file of package schema or domain declares %s", list)
 	}
 }
 
