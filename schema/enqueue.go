@@ -13,7 +13,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/safetext"
-	"github.com/mantis-deploy/mantis/internal/telemetry"
+	"github.com/mantis-deploy/mantis/internal/telemetry/traceparent"
 	"github.com/mantis-deploy/mantis/schema/internal/dbsqlc"
 )
 
@@ -68,7 +68,7 @@ func EnqueueDispatchRequests(ctx context.Context, db DB, reqs []NewDispatchReque
 	if err != nil {
 		return nil, err
 	}
-	params.TraceParent = telemetry.TraceParent(ctx) // the requests continue the enqueuer's trace
+	params.TraceParent = traceparent.Of(ctx) // the requests continue the enqueuer's trace
 	inserted, err := queries.InsertDispatchRequests(ctx, db, params)
 	if err != nil {
 		return nil, fmt.Errorf("inserting dispatch requests: %w", err)

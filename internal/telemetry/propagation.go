@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mantis-deploy/mantis/internal/telemetry/traceparent"
 )
 
 // TraceParentKey is the W3C trace context field that carries a span's identity, the
@@ -20,12 +22,9 @@ func Tracer() trace.Tracer { return otel.Tracer(tracerName) }
 
 // TraceParent returns the W3C traceparent of the span in ctx, or "" when ctx holds no
 // valid span context. It is what a command row and a nudge carry, so that a process
-// that picks the command up continues the trace.
-func TraceParent(ctx context.Context) string {
-	carrier := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, carrier)
-	return carrier[TraceParentKey]
-}
+// that picks the command up continues the trace; traceparent.Of writes it, for the
+// store, which links no propagator.
+func TraceParent(ctx context.Context) string { return traceparent.Of(ctx) }
 
 // WithTraceParent returns ctx with the remote span context traceParent names as the
 // parent of the spans started from it. An empty or malformed traceParent leaves ctx
