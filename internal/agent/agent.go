@@ -15,10 +15,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mantis-deploy/mantis/internal/sdnotify"
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
+	"github.com/mantis-deploy/mantis/internal/sdnotify"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -40,12 +42,12 @@ const grpcStopTimeout = 5 * time.Second
 // calls and reports readiness; nil keeps them in a registry of their own.
 func Run(ctx context.Context, cfg config.Agent, logger *slog.Logger, m *Metrics) error {
 	logger = logger.With("target", cfg.Name, "mode", cfg.Mode)
-	journal, err := OpenJournal(cfg.JournalDir(), nil)
+	runs, err := journal.Open(cfg.JournalDir(), nil)
 	if err != nil {
 		return fmt.Errorf("opening journal.dir %s: %w", cfg.JournalDir(), err)
 	}
-	logger.InfoContext(ctx, "journal open", "journal_dir", journal.Dir(), "unreported_results", len(journal.Pending()))
-	runner := NewRunner(cfg.Exec, journal, logger)
+	logger.InfoContext(ctx, "journal open", "journal_dir", runs.Dir(), "unreported_results", len(runs.Pending()))
+	runner := NewRunner(cfg.Exec, runs, logger)
 	if m == nil {
 		m = NewMetrics(prometheus.NewRegistry())
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
 	"github.com/mantis-deploy/mantis/internal/config"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -42,9 +43,9 @@ func newRunner(t *testing.T, change func(*config.Exec)) *agent.Runner {
 }
 
 // openJournal opens the journal in dir with the clock now (time.Now when nil).
-func openJournal(t *testing.T, dir string, now func() time.Time) *agent.Journal {
+func openJournal(t *testing.T, dir string, now func() time.Time) *journal.Journal {
 	t.Helper()
-	j, err := agent.OpenJournal(dir, now)
+	j, err := journal.Open(dir, now)
 	require.NoError(t, err)
 	return j
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
 
@@ -170,7 +171,7 @@ func TestJournalPrunesEntriesAfterRetention(t *testing.T) {
 	_, ok := j.Lookup(cmd.DispatchRequestId)
 	require.True(t, ok)
 
-	advance(agent.JournalRetention - time.Minute)
+	advance(journal.Retention - time.Minute)
 	j.Prune()
 	_, ok = j.Lookup(cmd.DispatchRequestId)
 	require.True(t, ok, "kept within the retention")
@@ -186,7 +187,7 @@ func TestJournalPrunesEntriesAfterRetention(t *testing.T) {
 	other := withRequest(command("echo old"))
 	_, err = r.Run(context.Background(), other)
 	require.NoError(t, err)
-	advance(agent.JournalRetention)
+	advance(journal.Retention)
 	_, ok = openJournal(t, dir, clock).Lookup(other.DispatchRequestId)
 	require.False(t, ok)
 	require.Empty(t, entryFiles(t, dir))
@@ -211,7 +212,7 @@ func TestUnwritableJournalRefusesNewWork(t *testing.T) {
 	require.NoError(t, os.WriteFile(s.dir, nil, 0o600))
 
 	_, err = s.runner.Run(context.Background(), s.markedCommand("never", "true"))
-	require.ErrorIs(t, err, agent.ErrJournalUnavailable)
+	require.ErrorIs(t, err, journal.ErrUnavailable)
 	require.ErrorContains(t, err, "journal unavailable: ")
 	require.Equal(t, 1, s.runs(t), "nothing ran without its journal entry")
 	require.Equal(t, 4, s.runner.Free(), "the refused command gave its slot back")
@@ -220,8 +221,8 @@ func TestUnwritableJournalRefusesNewWork(t *testing.T) {
 	require.NoError(t, err, "a finished request is still answered from memory")
 	require.Equal(t, "done\n", string(res.Output))
 
-	_, err = agent.OpenJournal(s.dir, nil)
-	require.ErrorIs(t, err, agent.ErrJournalUnavailable, "nor does an agent start without it")
+	_, err = journal.Open(s.dir, nil)
+	require.ErrorIs(t, err, journal.ErrUnavailable, "nor does an agent start without it")
 }
 
 func TestRunInterruptedByARestartIsNotRunAgain(t *testing.T) {
@@ -238,6 +239,6 @@ func TestRunInterruptedByARestartIsNotRunAgain(t *testing.T) {
 	res, err := r.Run(context.Background(), redeliver(cmd))
 	require.NoError(t, err)
 	require.Equal(t, int32(-1), res.ExitCode)
-	require.Equal(t, agent.RestartedError, res.Error)
+	require.Equal(t, journal.RestartedError, res.Error)
 	require.Equal(t, 0, s.runs(t), "not run again")
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/devcerts"
 	"github.com/mantis-deploy/mantis/internal/tlsconf"
@@ -382,7 +383,7 @@ func TestPollReportsJournaledResultsAfterRestart(t *testing.T) {
 	require.Equal(t, int32(9), got[finished.Id].Result.ExitCode)
 	require.Equal(t, []byte("before\x00restart"), got[finished.Id].Result.Output, "output is bytes")
 	require.Equal(t, int64(5), got[cut.Id].LeaseEpoch)
-	require.Equal(t, agent.RestartedError, got[cut.Id].Result.Error)
+	require.Equal(t, journal.RestartedError, got[cut.Id].Result.Error)
 	require.Equal(t, cut.DispatchRequestId, got[cut.Id].DispatchRequestId)
 }
 

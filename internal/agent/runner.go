@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
 	"github.com/mantis-deploy/mantis/internal/config"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -31,7 +32,7 @@ const commandKeyPrefix = "command-"
 // way or gets the stored result, even across restarts.
 type Runner struct {
 	cfg     config.Exec
-	journal *Journal
+	journal *journal.Journal
 	logger  *slog.Logger
 	// slots holds one token per running (or reserved) command.
 	slots chan struct{}
@@ -85,11 +86,11 @@ func (run *RunHandle) Wait(ctx context.Context) (*mantisv1.CommandResult, error)
 }
 
 // NewRunner returns a Runner bounded by cfg, which must be valid, that
-// records its runs in journal.
-func NewRunner(cfg config.Exec, journal *Journal, logger *slog.Logger) *Runner {
+// records its runs in runs.
+func NewRunner(cfg config.Exec, runs *journal.Journal, logger *slog.Logger) *Runner {
 	return &Runner{
 		cfg:     cfg,
-		journal: journal,
+		journal: runs,
 		logger:  logger,
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		passEnv: passedEnv(cfg.PassEnv),

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
 	"github.com/mantis-deploy/mantis/internal/config"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/rpc"
@@ -72,7 +73,7 @@ func (s *Server) RunCommand(ctx context.Context, req *mantisv1.RunCommandRequest
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		case errors.Is(err, ErrBusy):
 			return nil, status.Error(codes.ResourceExhausted, err.Error())
-		case errors.Is(err, ErrStopping), errors.Is(err, ErrJournalUnavailable):
+		case errors.Is(err, ErrStopping), errors.Is(err, journal.ErrUnavailable):
 			return nil, status.Error(codes.Unavailable, err.Error())
 		default:
 			return nil, status.Error(codes.Internal, err.Error())

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/mantis-deploy/mantis/internal/agent"
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
 	"github.com/mantis-deploy/mantis/internal/config"
 	mantisv1 "github.com/mantis-deploy/mantis/proto/mantis/v1"
 )
@@ -37,14 +38,14 @@ func newFuzzAgent(f *testing.F) fuzzAgent {
 	cfg.KillGrace = config.Duration{Duration: 100 * time.Millisecond}
 	cfg.StopTimeout = config.Duration{Duration: 5 * time.Second}
 	dir := f.TempDir()
-	journal, err := agent.OpenJournal(dir, nil)
+	runs, err := journal.Open(dir, nil)
 	require.NoError(f, err)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	listen := config.DefaultAgent().Listen
 	listen.Insecure = true
 	creds, err := agent.ListenCredentials(listen)
 	require.NoError(f, err)
-	gs := agent.NewGRPCServer(agent.NewServer("web-1", agent.NewRunner(cfg, journal, logger), logger), creds)
+	gs := agent.NewGRPCServer(agent.NewServer("web-1", agent.NewRunner(cfg, runs, logger), logger), creds)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(f, err)
 	go func() { _ = gs.Serve(lis) }()

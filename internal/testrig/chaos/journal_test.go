@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/agent"
+	"github.com/mantis-deploy/mantis/internal/agent/journal"
 	"github.com/mantis-deploy/mantis/internal/testrig/faultenv"
 )
 
@@ -27,7 +27,7 @@ const (
 func TestAgentJournalDiskFull(t *testing.T) {
 	full(t)
 	var a *faultenv.Agent
-	refusal := agent.ErrJournalUnavailable.Error() + ": "
+	refusal := journal.ErrUnavailable.Error() + ": "
 	preparedScenario(t, "agent journal disk full", "a poll agent's journal tmpfs (1 MiB) full for 20 s",
 		faultenv.Options{}, faultenv.WorkloadOptions{},
 		func(c *faultenv.Cluster) {

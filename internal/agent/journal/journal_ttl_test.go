@@ -1,4 +1,4 @@
-package agent
+package journal
 
 import (
 	"testing"
@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestJournalOutlivesDispatchRequests checks the promise of JournalRetention: a
+// TestJournalOutlivesDispatchRequests checks the promise of Retention: a
 // journal entry outlives the dispatch request it records, so no redelivery of that
 // request can arrive after the record of its run is gone.
 func TestJournalOutlivesDispatchRequests(t *testing.T) {
-	require.Greater(t, JournalRetention, domain.DispatchRequestTTL)
+	require.Greater(t, Retention, domain.DispatchRequestTTL)
 }

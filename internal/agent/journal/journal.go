@@ -1,4 +1,9 @@
-package agent
+// Package journal is the agent's run journal: the on-disk record that makes a
+// dispatch request run at most once on its host, across restarts. Each run key (the
+// dispatch request id) has one file, written atomically and fsynced before the
+// command's process starts and again with its result, and kept until Mandible has
+// acknowledged the result and Retention has passed.
+package journal
 
 import (
 	"crypto/sha256"
@@ -19,10 +24,10 @@ import (
 )
 
 const (
-	// JournalRetention is how long a journal entry is kept after its last
+	// Retention is how long a journal entry is kept after its last
 	// change: longer than domain.DispatchRequestTTL, after which Mandible expires a dispatch
 	// request, so no redelivery can outlive the record of its run.
-	JournalRetention = 48 * time.Hour
+	Retention = 48 * time.Hour
 	// journalPruneEvery is how often a running agent prunes its journal.
 	journalPruneEvery = time.Hour
 	// journalExt names the journal's entry files.
@@ -32,10 +37,10 @@ const (
 	probeName = ".probe"
 )
 
-// ErrJournalUnavailable wraps every failure to write the run journal. The
+// ErrUnavailable wraps every failure to write the run journal. The
 // agent refuses new work while it cannot journal it: running a command it
 // could not record would break at-most-once after a restart.
-var ErrJournalUnavailable = errors.New("journal unavailable")
+var ErrUnavailable = errors.New("journal unavailable")
 
 // RestartedError is the error of a run the agent journaled as started but
 // not finished before it restarted: its outcome is unknown, and it is not run
@@ -98,11 +103,11 @@ type PendingReport struct {
 	Result            *mantisv1.CommandResult
 }
 
-// OpenJournal opens the journal in dir, creating it, with now as its clock
-// (time.Now when nil). It prunes entries older than JournalRetention and
+// Open opens the journal in dir, creating it, with now as its clock
+// (time.Now when nil). It prunes entries older than Retention and
 // settles runs left unfinished by an earlier agent as failed with
-// RestartedError. Errors wrap ErrJournalUnavailable.
-func OpenJournal(dir string, now func() time.Time) (*Journal, error) {
+// RestartedError. Errors wrap ErrUnavailable.
+func Open(dir string, now func() time.Time) (*Journal, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -269,7 +274,7 @@ func (j *Journal) Pending() []PendingReport {
 	return out
 }
 
-// Prune removes the entries unchanged for JournalRetention.
+// Prune removes the entries unchanged for Retention.
 func (j *Journal) Prune() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -280,7 +285,7 @@ func (j *Journal) pruneLocked() {
 	now := j.now()
 	j.lastPruned = now
 	for key, e := range j.entries {
-		if now.Sub(e.UpdatedAt) < JournalRetention {
+		if now.Sub(e.UpdatedAt) < Retention {
 			continue
 		}
 		if err := os.Remove(j.path(key)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -363,7 +368,7 @@ func (j *Journal) path(key string) string {
 }
 
 func unavailable(doing string, err error) error {
-	return fmt.Errorf("%w: %s: %w", ErrJournalUnavailable, doing, err)
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, doing, err)
 }
 
 // storedResult is res as the journal keeps it.
