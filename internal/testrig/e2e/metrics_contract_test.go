@@ -23,8 +23,8 @@ import (
 
 // The dashboard and the alert rules, relative to this package.
 var (
-	dashboardPath = filepath.Join("..", "..", "deploy", "grafana", "mantis.json")
-	alertsPath    = filepath.Join("..", "..", "deploy", "prometheus", "alerts.yaml")
+	dashboardPath = filepath.Join("..", "..", "..", "deploy", "grafana", "mantis.json")
+	alertsPath    = filepath.Join("..", "..", "..", "deploy", "prometheus", "alerts.yaml")
 )
 
 // metricName finds the Mantis and Temporal metric names a PromQL expression
@@ -268,7 +268,7 @@ var onlyAfterTheirEvent = map[string]string{
 // readmeMetricFamilies are the families the README's metrics table names.
 func readmeMetricFamilies(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
 	require.NoError(t, err)
 	text := string(b)
 	start := strings.Index(text, "### Metrics, probes and logs")
