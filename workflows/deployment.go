@@ -33,7 +33,8 @@ type StepResult struct {
 
 // windowInDatabaseChange is the workflow.GetVersion change id of the deployment that
 // keeps each step's window on the database side and continues as new when its history
-// grows. Runs recorded before it replay through legacyDeployment.
+// grows. Every run records it: the branch for runs recorded before it is retired
+// (testdata/histories/retired/v1), as no release ever started such a run.
 const windowInDatabaseChange = "window-in-database"
 
 // Versions of windowInDatabaseChange.
@@ -84,9 +85,12 @@ type DeploymentProgress struct {
 // Cancelling the workflow cancels what has not finished and ends the deployment
 // cancelled.
 func Deployment(ctx workflow.Context, in DeploymentInput) (DeploymentResult, error) {
-	if workflow.GetVersion(ctx, windowInDatabaseChange, workflow.DefaultVersion, deploymentWindowVersion) == workflow.DefaultVersion {
-		return legacyDeployment(ctx, in.Deployment)
-	}
+	// Every run since 0.1.0, the first release, records version 1 of this change. With
+	// the oldest supported version raised to it, a history without the marker (recorded
+	// by code older than any release) fails its workflow task with a clear error instead
+	// of replaying code it was not recorded with. New runs still record the marker, so
+	// that they replay on the build before this one too.
+	workflow.GetVersion(ctx, windowInDatabaseChange, deploymentWindowVersion, deploymentWindowVersion)
 	return windowedDeployment(ctx, in)
 }
 

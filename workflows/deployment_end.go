@@ -14,9 +14,6 @@ import (
 // cancelledReason is the reason recorded for a deployment whose workflow was cancelled.
 const cancelledReason = "cancelled"
 
-// maxFailedTargets bounds the failed targets a step's summary names.
-const maxFailedTargets = 20
-
 // upsertDeploymentStarted sets the search attributes of a deployment that started.
 func upsertDeploymentStarted(ctx workflow.Context, deploymentID string, s spec.Deployment) {
 	_ = workflow.UpsertTypedSearchAttributes(ctx,

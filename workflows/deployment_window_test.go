@@ -25,24 +25,27 @@ import (
 	"github.com/mantis-deploy/mantis/internal/domain"
 )
 
-// Activity type names the windowed Deployment schedules besides the shared ones.
-const (
-	advanceActivity   = "AdvanceStep"
-	skipStepsActivity = "SkipSteps"
-)
-
-// windowTest runs the Deployment workflow as new runs do, with mocked activities.
+// windowTest runs the Deployment workflow with mocked activities, recording what it
+// schedules and the search attributes it sets.
 type windowTest struct {
 	env *testsuite.TestWorkflowEnvironment
 	rec *scheduleRecorder
 	// targets is the count StartDeployment answers with.
 	targets int
+	// start answers the nth StartDeployment attempt (from 0); by default it names
+	// testDeploymentID and counts targets, and refuses to list the target names.
+	start func(n int, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error)
 	// advance answers the nth AdvanceStep call (from 0); by default every step ends at
 	// its first call with every target succeeded.
 	advance func(ctx context.Context, n int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error)
+	// end answers EndDeployment with the deployment's final status; by default the
+	// status asked for.
+	end func(in activityio.FinishDeploymentInput) (string, error)
 
-	mu    sync.Mutex
-	calls int
+	mu      sync.Mutex
+	starts  int
+	calls   int
+	upserts []upsert
 }
 
 func setupWindow(t *testing.T) *windowTest {
@@ -57,16 +60,24 @@ func setupWindow(t *testing.T) *windowTest {
 	env.RegisterWorkflowWithOptions(Deployment, workflow.RegisterOptions{Name: DeploymentWorkflowType})
 	env.RegisterActivity(&activities.Activities{})
 	wt := &windowTest{env: env, rec: rec, targets: 3}
+	wt.start = func(_ int, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
+		if !in.CountOnly {
+			return activityio.StartDeploymentResult{}, errors.New("target names asked for")
+		}
+		return activityio.StartDeploymentResult{DeploymentID: testDeploymentID, TargetCount: wt.targets}, nil
+	}
 	wt.advance = func(_ context.Context, _ int, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
 		return domain.StepProgress{Total: wt.targets, Enqueued: wt.targets, Succeeded: wt.targets, Done: true, Status: "succeeded"}, nil
 	}
+	wt.end = func(in activityio.FinishDeploymentInput) (string, error) { return in.Status, nil }
 	var a *activities.Activities
 	env.OnActivity(a.StartDeployment, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activityio.StartDeploymentInput) (activityio.StartDeploymentResult, error) {
-			if !in.CountOnly {
-				return activityio.StartDeploymentResult{}, errors.New("target names asked for")
-			}
-			return activityio.StartDeploymentResult{DeploymentID: testDeploymentID, TargetCount: wt.targets}, nil
+			wt.mu.Lock()
+			n := wt.starts
+			wt.starts++
+			wt.mu.Unlock()
+			return wt.start(n, in)
 		})
 	env.OnActivity(a.AdvanceStep, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activityio.AdvanceStepInput) (activityio.AdvanceStepResult, error) {
@@ -81,15 +92,22 @@ func setupWindow(t *testing.T) *windowTest {
 	env.OnActivity(a.CancelDeployment, mock.Anything, mock.Anything).Return(activityio.CancelDeploymentResult{}, nil)
 	env.OnActivity(a.EndDeployment, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activityio.FinishDeploymentInput) (activityio.EndDeploymentResult, error) {
-			return activityio.EndDeploymentResult{Status: in.Status}, nil
+			final, err := wt.end(in)
+			return activityio.EndDeploymentResult{Status: final}, err
 		})
-	env.OnUpsertTypedSearchAttributes(mock.Anything).Return()
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		u := upsert{Attributes: args.Get(0).(temporal.SearchAttributes), Scheduled: len(rec.all())}
+		wt.mu.Lock()
+		defer wt.mu.Unlock()
+		wt.upserts = append(wt.upserts, u)
+	}).Return()
 	return wt
 }
 
-// run runs one run of the deployment; the result of a failed deployment is read from
-// the error's details.
-func (wt *windowTest) run(in DeploymentInput) (DeploymentResult, error) {
+// run runs one run of the deployment, whose input is a DeploymentInput or what a
+// Temporal client sends; the result of a failed deployment is read from the error's
+// details.
+func (wt *windowTest) run(in any) (DeploymentResult, error) {
 	wt.env.ExecuteWorkflow(DeploymentWorkflowType, in)
 	var res DeploymentResult
 	err := wt.env.GetWorkflowError()
@@ -101,6 +119,20 @@ func (wt *windowTest) run(in DeploymentInput) (DeploymentResult, error) {
 		_ = appErr.Details(&res)
 	}
 	return res, err
+}
+
+// searchAttributeUpserts returns the recorded UpsertTypedSearchAttributes calls.
+func (wt *windowTest) searchAttributeUpserts() []upsert {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return append([]upsert(nil), wt.upserts...)
+}
+
+// startAttempts returns how many times StartDeployment ran.
+func (wt *windowTest) startAttempts() int {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.starts
 }
 
 // advancedPositions returns the step position of each AdvanceStep call.

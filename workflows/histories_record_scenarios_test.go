@@ -26,7 +26,6 @@ const (
 	timerCancel = enumspb.EVENT_TYPE_TIMER_CANCELED
 	timerStart  = enumspb.EVENT_TYPE_TIMER_STARTED
 	cancelAsked = enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
-	upserted    = enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
 	actFailed   = enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED
 	marker      = enumspb.EVENT_TYPE_MARKER_RECORDED
 )
@@ -58,51 +57,6 @@ func cancelWhenBlocked(t *testing.T, r recorder, run client.WorkflowRun, blocked
 		require.FailNow(t, "the activity to cancel never started")
 	}
 	require.NoError(t, r.c.CancelWorkflow(context.Background(), run.GetID(), run.GetRunID()))
-}
-
-func deploymentScenarios() []scenario {
-	success := newDeploymentStandIn("web-01", "web-02", "web-03")
-	stepFailed := newDeploymentStandIn("web-01", "web-02", "web-03")
-	stepFailed.failing["1/web-02"] = true
-	onError := newDeploymentStandIn("web-01", "web-02", "web-03")
-	onError.failing["0/web-03"] = true
-	parallel := newDeploymentStandIn("web-01", "web-02", "web-03", "web-04", "web-05")
-	parallel.perAwait, parallel.emptyFirstAwait = 1, true
-	parallel.failing["1/web-04"] = true
-	cancelled := newDeploymentStandIn("web-01", "web-02")
-	cancelled.blockAt = 1
-	enqueueFails := newDeploymentStandIn("web-01", "web-02")
-	enqueueFails.enqueueFailsAt = 1
-
-	onErrorSteps := steps("migrate", "deploy")
-	onErrorSteps[0].ContinueOnError = true
-	parallelSteps := steps("deploy", "smoke-test")
-	parallelSteps[1].ContinueOnError = true
-	return []scenario{
-		{name: "deployment_multi_step_success", activities: success, want: []enumspb.EventType{upserted, completed},
-			scheduled: map[string]int{"StartStep": 3, "FinishStep": 3, "FinishDeployment": 1},
-			run:       runDeployment(spec.Deployment{Name: "web release", Targets: success.targets, Steps: steps("fetch", "migrate", "restart")})},
-		{name: "deployment_step_failed", activities: stepFailed, want: []enumspb.EventType{failed},
-			scheduled: map[string]int{"StartStep": 2, "FinishStep": 3},
-			run:       runDeployment(spec.Deployment{Name: "web release", Priority: "high", Targets: stepFailed.targets, Steps: steps("fetch", "migrate", "restart")})},
-		{name: "deployment_continue_on_error", activities: onError, want: []enumspb.EventType{completed},
-			scheduled: map[string]int{"StartStep": 2, "FinishStep": 2},
-			run:       runDeployment(spec.Deployment{Name: "web release", Targets: onError.targets, Steps: onErrorSteps})},
-		{name: "deployment_max_parallel", activities: parallel, want: []enumspb.EventType{completed},
-			scheduled: map[string]int{"EnqueueStepTargets": 8, "AwaitStepResults": 12},
-			run:       runDeployment(spec.Deployment{Name: "rolling restart", Priority: "low", Targets: parallel.targets, MaxParallel: 2, Steps: parallelSteps})},
-		{name: "deployment_step_error", activities: enqueueFails, want: []enumspb.EventType{actFailed, failed},
-			scheduled: map[string]int{"CancelDeploymentWork": 1, "FinishStep": 3},
-			run:       runDeployment(spec.Deployment{Name: "web release", Targets: enqueueFails.targets, Steps: steps("fetch", "migrate", "restart")})},
-		{name: "deployment_cancelled", activities: cancelled, want: []enumspb.EventType{cancelAsked, canceled},
-			scheduled: map[string]int{"CancelDeploymentWork": 1, "FinishStep": 3, "FinishDeployment": 1},
-			run: func(t *testing.T, r recorder) client.WorkflowRun {
-				t.Cleanup(func() { close(cancelled.release) })
-				run := runDeployment(spec.Deployment{Name: "web release", Targets: cancelled.targets, Steps: steps("fetch", "migrate", "restart")})(t, r)
-				cancelWhenBlocked(t, r, run, cancelled.blocked)
-				return run
-			}},
-	}
 }
 
 // startDispatcher starts a replica's dispatcher as Mandible does.

@@ -61,12 +61,14 @@ type scenario struct {
 	scheduled map[string]int
 }
 
-// TestRecordHistories records the histories TestReplayHistories replays. It does
-// nothing unless MANTIS_RECORD_HISTORIES names the set to write.
+// TestRecordHistories records the Dispatcher and DeclareTopology histories
+// TestReplayHistories replays; TestRecordWindowHistories and
+// TestRecordDecisionHistories record the Deployment's. It does nothing unless
+// MANTIS_RECORD_HISTORIES names the set to write.
 func TestRecordHistories(t *testing.T) {
 	c, dir, srv := startRecording(t)
 
-	for _, sc := range append(deploymentScenarios(), dispatcherScenarios()...) {
+	for _, sc := range dispatcherScenarios() {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
 			r := recorder{c: c, queue: srv.TaskQueue + "-" + sc.name}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,6 +21,16 @@ import (
 // per shipped version of the workflows), one JSON file per scenario, in the format of
 // `temporal workflow show --output json`. TestRecordHistories writes them.
 const historiesDir = "testdata/histories"
+
+// retiredDir holds the histories of retired workflow.GetVersion branches, one directory
+// per set, out of historyFiles' glob (CONTRIBUTING.md, "Retiring a GetVersion branch").
+const retiredDir = historiesDir + "/retired"
+
+// retiredChanges names, for each retired set, the change id whose old branch its
+// histories took, and which the workflow no longer supports.
+var retiredChanges = map[string]string{
+	"v1": "window-in-database",
+}
 
 // nondeterminismCode marks the SDK's errors for a history the code no longer produces.
 const nondeterminismCode = "TMPRL1100"
@@ -95,5 +106,41 @@ func TestReplayDetectsChangedWorkflow(t *testing.T) {
 		err := r.ReplayWorkflowHistoryFromJSONFile(replayLogger(), path)
 		require.Error(t, err, "%s replayed against a different workflow", path)
 		require.Contains(t, err.Error(), nondeterminismCode, "%s", path)
+	}
+}
+
+// TestRetiredHistoriesFailToReplay holds a retirement: each retired history fails to
+// replay because the workflow no longer supports the version of the change it
+// recorded. It fails if the old branch comes back (the history replays) or if the
+// oldest supported version goes down again (the history fails some other way).
+func TestRetiredHistoriesFailToReplay(t *testing.T) {
+	t.Parallel()
+	dirs, err := filepath.Glob(filepath.Join(retiredDir, "*"))
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			continue
+		}
+		set := filepath.Base(dir)
+		change, ok := retiredChanges[set]
+		require.True(t, ok, "retired set %s names no change in retiredChanges", set)
+		seen[set] = true
+		files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, "retired set %s holds no history", set)
+		for _, path := range files {
+			t.Run(filepath.ToSlash(path), func(t *testing.T) {
+				t.Parallel()
+				err := newReplayer().ReplayWorkflowHistoryFromJSONFile(replayLogger(), path)
+				require.Error(t, err, "a retired history replays: the branch it took is back")
+				require.ErrorContains(t, err, nondeterminismCode)
+				require.ErrorContains(t, err, "removed support of version")
+				require.ErrorContains(t, err, strconv.Quote(change))
+			})
+		}
+	}
+	for set := range retiredChanges {
+		require.True(t, seen[set], "retired set %s has no directory under %s", set, retiredDir)
 	}
 }
