@@ -42,7 +42,7 @@ type Activities struct {
 	// Broker is nil when [queue] enabled = false: commands then reach Thorax through
 	// its polling alone.
 	Broker Broker
-	// Notifications wakes AwaitStepResults when results land; nil falls back to
+	// Notifications wakes AdvanceStep when results land; nil falls back to
 	// re-reading every few seconds.
 	Notifications *pgnotify.Hub
 	// Wakes is shared with the replica's wake-up forwarder, which it tells whether a

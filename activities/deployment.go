@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/mantis-deploy/mantis/internal/contract/activityio"
-	"github.com/mantis-deploy/mantis/internal/contract/spec"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -110,72 +108,9 @@ func (a *Activities) StartStep(ctx context.Context, in activityio.StartStepInput
 	return nil
 }
 
-// EnqueueStepTargets enqueues the step's dispatch requests for the targets in one
-// statement (idempotent).
-func (a *Activities) EnqueueStepTargets(ctx context.Context, in activityio.EnqueueStepTargetsInput) error {
-	id, err := deploymentID(in.DeploymentID)
-	if err != nil {
-		return err
-	}
-	// A spec started straight from a Temporal client may carry its secrets unsealed.
-	sealed, err := spec.Deployment{Steps: []spec.Step{in.Step}}.SealSecrets(secretenv.Sealer(a.Secrets, id.String()))
-	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), activityio.InvalidSpec, nil)
-	}
-	step := sealed.Steps[0]
-	err = schema.EnqueueStepTargets(ctx, a.DB, id, in.Position, in.Priority, schema.NewStepCommand{
-		Command: step.Command, Timeout: step.TimeoutDuration(), Env: step.CommandEnv(), WorkingDir: step.WorkingDir,
-	}, in.Targets)
-	var inputErr *domain.InputError
-	if errors.As(err, &inputErr) {
-		return temporal.NewNonRetryableApplicationError(inputErr.Error(), activityio.InvalidSpec, nil)
-	}
-	return err
-}
-
-// resultCoalesce is how long a waiter lingers after a first result so that results
-// arriving together reach the workflow as one batch.
+// resultCoalesce is how long AdvanceStep lingers after a result notification so that
+// results landing together are counted once.
 const resultCoalesce = 50 * time.Millisecond
-
-// AwaitStepResults waits, on the database, until at least one waited-for target's
-// step has ended, and returns every one that has: results reach the workflow in
-// batches, so a 1,000-target step costs a handful of history events per batch.
-func (a *Activities) AwaitStepResults(ctx context.Context, in activityio.AwaitStepResultsInput) (activityio.AwaitStepResultsResult, error) {
-	id, err := deploymentID(in.DeploymentID)
-	if err != nil {
-		return activityio.AwaitStepResultsResult{}, err
-	}
-	wake, deadline, stop := a.waitForResults(id, in.MaxWait)
-	defer stop()
-	for {
-		results, err := schema.StepResults(ctx, a.DB, id, in.Position, in.Waiting)
-		if err != nil {
-			return activityio.AwaitStepResultsResult{}, err
-		}
-		if len(results) > 0 {
-			if len(results) < len(in.Waiting) {
-				select {
-				case <-time.After(resultCoalesce):
-					if more, err := schema.StepResults(ctx, a.DB, id, in.Position, in.Waiting); err == nil {
-						results = more
-					}
-				case <-ctx.Done():
-				}
-			}
-			return activityio.AwaitStepResultsResult{Results: results}, nil
-		}
-		activity.RecordHeartbeat(ctx)
-		select {
-		case <-ctx.Done():
-			return activityio.AwaitStepResultsResult{}, ctx.Err()
-		case <-deadline.C:
-			return activityio.AwaitStepResultsResult{}, nil
-		case <-wake:
-		case <-time.After(2 * time.Second):
-			// A fallback re-read: a notification can be missed across a reconnect.
-		}
-	}
-}
 
 // FinishStep records a step's end.
 func (a *Activities) FinishStep(ctx context.Context, in activityio.FinishStepInput) error {

@@ -88,26 +88,6 @@ func failedResult(target string, exitCode *int32, errText string) domain.TargetR
 	return r
 }
 
-// StepResults returns the targets among waiting whose step has ended: their command
-// finished, or their request failed, expired or was cancelled without one.
-func StepResults(ctx context.Context, db DB, id uuid.UUID, position int, waiting []string) ([]domain.TargetResult, error) {
-	rows, err := queries.EndedStepTargets(ctx, db, dbsqlc.EndedStepTargetsParams{
-		DeploymentID: id, Position: int32(position), Waiting: waiting,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading step results: %w", err)
-	}
-	var out []domain.TargetResult
-	for _, r := range rows {
-		if r.CommandStatus != nil && *r.CommandStatus == domain.CommandSucceeded && r.RequestStatus == domain.StatusDispatched {
-			out = append(out, domain.TargetResult{Target: r.Target, Status: domain.CommandSucceeded, ExitCode: intPtr(r.ExitCode), Error: r.Error})
-			continue
-		}
-		out = append(out, failedResult(r.Target, r.ExitCode, r.Error))
-	}
-	return out, nil
-}
-
 // StepTally counts a step's targets by how they ended: the counts of its
 // step.<status> event.
 type StepTally struct {

@@ -43,19 +43,6 @@ UPDATE deployment_steps SET status = 'running', started_at = now()
 WHERE deployment_id = @deployment_id AND position = @position AND status = 'pending'
 RETURNING name;
 
--- name: EndedStepTargets :many
--- EndedStepTargets reads the targets among waiting whose step has ended: their
--- command of the latest delivery finished, or their request ended without one.
-SELECT t.name AS target, p.status AS request_status, c.status AS command_status, c.exit_code,
-       coalesce(c.error, p.last_error, '')::text AS error
-FROM pending_dispatch_requests p
-JOIN targets t ON t.id = p.target_id
-LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-WHERE p.deployment_id = @deployment_id::uuid AND p.step_position = @position::int AND t.name = ANY(@waiting::text[])
-  AND (p.status IN ('failed', 'expired', 'cancelled')
-       OR (p.status = 'dispatched' AND c.status IN ('succeeded', 'failed', 'cancelled', 'lost')))
-ORDER BY t.name;
-
 -- name: MarkStepEnded :one
 -- MarkStepEnded ends a step that has not ended; no row when it has.
 UPDATE deployment_steps SET status = @status, finished_at = now()

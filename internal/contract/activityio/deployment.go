@@ -65,27 +65,6 @@ type StartStepInput struct {
 	Targets int `json:"targets"`
 }
 
-// EnqueueStepTargetsInput is a step's command for some of its targets.
-type EnqueueStepTargetsInput struct {
-	StepInput
-	Priority string    `json:"priority"`
-	Step     spec.Step `json:"step"`
-	Targets  []string  `json:"targets"`
-}
-
-// AwaitStepResultsInput names the targets of a step still waited for.
-type AwaitStepResultsInput struct {
-	StepInput
-	Waiting []string `json:"waiting"`
-	// MaxWait bounds the call; an empty answer means nothing ended meanwhile.
-	MaxWait time.Duration `json:"max_wait"`
-}
-
-// AwaitStepResultsResult lists the targets whose step ended.
-type AwaitStepResultsResult struct {
-	Results []domain.TargetResult `json:"results"`
-}
-
 // FinishStepInput ends a step.
 type FinishStepInput struct {
 	StepInput

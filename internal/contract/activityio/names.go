@@ -27,11 +27,6 @@ const (
 	DeliverBatch          = "DeliverBatch"
 	MaintainDispatchQueue = "MaintainDispatchQueue"
 	DeclareTopology       = "DeclareTopology"
-
-	// EnqueueStepTargets and AwaitStepResults serve only deployments whose histories
-	// predate the step window (workflows/deployment_legacy.go).
-	EnqueueStepTargets = "EnqueueStepTargets"
-	AwaitStepResults   = "AwaitStepResults"
 )
 
 // Names lists every activity name, for the test that holds them to the registered
@@ -40,6 +35,5 @@ var Names = []string{
 	StartDeployment, StartStep, AdvanceStep, SkipSteps, FinishStep, FinishDeployment,
 	CancelDeploymentWork, TouchedTargets, RecordDecision, SetWaiting, RetryStep,
 	ClaimBatch, DeliverBatch, MaintainDispatchQueue, DeclareTopology,
-	EnqueueStepTargets, AwaitStepResults,
 	CancelDeployment, RetryStepRound, EndDeployment, CountTouchedTargets,
 }

@@ -64,60 +64,6 @@ func (q *Queries) DeploymentStatus(ctx context.Context, db DBTX, id uuid.UUID) (
 	return status, err
 }
 
-const endedStepTargets = `-- name: EndedStepTargets :many
-SELECT t.name AS target, p.status AS request_status, c.status AS command_status, c.exit_code,
-       coalesce(c.error, p.last_error, '')::text AS error
-FROM pending_dispatch_requests p
-JOIN targets t ON t.id = p.target_id
-LEFT JOIN command_queue c ON c.dispatch_request_id = p.id AND c.dispatch_attempt = p.attempts
-WHERE p.deployment_id = $1::uuid AND p.step_position = $2::int AND t.name = ANY($3::text[])
-  AND (p.status IN ('failed', 'expired', 'cancelled')
-       OR (p.status = 'dispatched' AND c.status IN ('succeeded', 'failed', 'cancelled', 'lost')))
-ORDER BY t.name
-`
-
-type EndedStepTargetsParams struct {
-	DeploymentID uuid.UUID
-	Position     int32
-	Waiting      []string
-}
-
-type EndedStepTargetsRow struct {
-	Target        string
-	RequestStatus string
-	CommandStatus *string
-	ExitCode      *int32
-	Error         string
-}
-
-// EndedStepTargets reads the targets among waiting whose step has ended: their
-// command of the latest delivery finished, or their request ended without one.
-func (q *Queries) EndedStepTargets(ctx context.Context, db DBTX, arg EndedStepTargetsParams) ([]EndedStepTargetsRow, error) {
-	rows, err := db.Query(ctx, endedStepTargets, arg.DeploymentID, arg.Position, arg.Waiting)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []EndedStepTargetsRow{}
-	for rows.Next() {
-		var i EndedStepTargetsRow
-		if err := rows.Scan(
-			&i.Target,
-			&i.RequestStatus,
-			&i.CommandStatus,
-			&i.ExitCode,
-			&i.Error,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const existingDeployment = `-- name: ExistingDeployment :one
 SELECT id FROM deployments
 WHERE id = $1 OR ($2::text IS NOT NULL AND idempotency_key = $2::text)
