@@ -116,7 +116,10 @@ func newDevExecCommand() *cobra.Command {
 		Short: "Start PostgreSQL, RabbitMQ and Temporal on free ports, run COMMAND with their addresses, then stop them",
 		Long: `Start throw-away servers on free loopback ports, run COMMAND with
 MANTIS_TEST_STACK_ENV naming their stack.env (and the same variables exported),
-stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the suite this way.`,
+stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the suite this way.
+
+Before COMMAND starts, the schema is migrated once into a template database, named in
+` + devstack.TestTemplateEnvVar + `, which each test's database copies.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -146,6 +149,11 @@ stop the servers, and exit with COMMAND's status. ` + "`make test`" + ` runs the
 					logger.Warn("stopping servers", "err", err)
 				}
 			}()
+			// The tests' template database is made here, once, before the packages'
+			// test processes start in parallel and copy it.
+			if _, err := stack.PrepareTestTemplate(ctx); err != nil {
+				return err
+			}
 			envPath := filepath.Join(stack.Dir(), "stack.env")
 			if err := stack.WriteEnv(envPath, nil); err != nil {
 				return err

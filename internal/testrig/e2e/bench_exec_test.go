@@ -192,15 +192,13 @@ func (s *benchEchoService) register(srv *grpc.Server, name string) {
 // one TLS configuration, at callers concurrent callers, and returns their rates.
 func runStoreComparison(t *testing.T, callers int) storeRun {
 	ctx := context.Background()
-	pcfg, err := pgxpool.ParseConfig(testenv.DatabaseURL(t))
+	pcfg, err := pgxpool.ParseConfig(testenv.MigratedDatabaseURL(t))
 	require.NoError(t, err)
 	pcfg.MaxConns = int32(config.DefaultMandible().Database.MaxConns) // as a replica runs
 	pcfg.AfterConnect = schema.AfterConnect                           // as a replica's connections are
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = schema.Migrate(ctx, pool)
-	require.NoError(t, err)
 
 	certs, err := devcerts.Generate(t.TempDir(), []string{"localhost", "127.0.0.1"})
 	require.NoError(t, err)

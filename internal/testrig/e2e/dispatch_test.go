@@ -31,15 +31,13 @@ type dispatchFixture struct {
 func setupDispatchFixture(t *testing.T, targets int) dispatchFixture {
 	t.Helper()
 	ctx := context.Background()
-	url := testenv.DatabaseURL(t)
+	url := testenv.MigratedDatabaseURL(t)
 	cfg, err := pgxpool.ParseConfig(url)
 	require.NoError(t, err)
 	cfg.AfterConnect = schema.AfterConnect // the enqueue is Mantis's, on connections like a replica's
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = schema.Migrate(ctx, pool)
-	require.NoError(t, err)
 	// The dispatch path is measured here, not the per-target concurrency default (one
 	// running command), so the fixture lets its targets run many commands at once.
 	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: schema.MaxLimitRunning}, "test")

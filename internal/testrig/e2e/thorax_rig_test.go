@@ -66,12 +66,10 @@ func setupBrokerRig(t *testing.T, mandibleBroker bool) *brokerRig {
 	t.Helper()
 	ctx := context.Background()
 	r := &brokerRig{ctx: ctx, b: testenv.RabbitMQ(t), placement: uuid.New()}
-	dbURL := testenv.DatabaseURL(t)
+	dbURL := testenv.MigratedDatabaseURL(t)
 	pool, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	_, err = schema.Migrate(ctx, pool)
-	require.NoError(t, err)
 	// The rig puts many requests on one target to see the broker's order and retry
 	// steps, not the per-target concurrency default (one running command).
 	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,

@@ -5,7 +5,9 @@
 // `mantisctl dev exec`, which names its stack.env in MANTIS_TEST_STACK_ENV. Under a
 // plain `go test`, the first test that needs a server starts it for its package, and
 // Main stops it afterwards. A server that cannot be started fails the test, saying why;
-// tests never skip for want of one.
+// tests never skip for want of one. Either way the PostgreSQL server holds a template
+// database with the schema migrated (devstack.PrepareTestTemplate), which each
+// migrated test database copies.
 package testenv
 
 import (
@@ -122,6 +124,14 @@ func startOwn(name string) (map[string]string, error) {
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
+	}
+	if opts.Postgres {
+		// The test processes of a run share no server here: each makes its own template.
+		if _, err := s.PrepareTestTemplate(ctx); err != nil {
+			_ = s.Stop(ctx)
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
 	}
 	mu.Lock()
 	started = append(started, s)
