@@ -16,7 +16,7 @@ import (
 )
 
 // root is the module's root, relative to this package's directory.
-const root = "../../.."
+const root = "../../../.."
 
 // committedSchema is the committed api/deployment-spec.schema.json.
 const committedSchema = "api/deployment-spec.schema.json"
