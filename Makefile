@@ -88,10 +88,13 @@ console-tools: ## Fetch axe-core into .mantis/cache (the console's browser test;
 # temporal-server of its own. The first run installs the server (about 10 minutes).
 # MANTIS_REQUIRE_TEMPORAL_SERVER=1 fails the tests if the stack's Temporal is not a
 # temporal-server, and TestTemporalServerKindAndPersistence checks its store is postgres12.
-TEMPORAL_SERVER_TESTS ?= TestTemporalServerKindAndPersistence|TestTemporalAuthorizerRefusesWrongIdentities|TestMandibleFirstStartOnFreshNamespaces|TestDeploymentIsFoundBySearchAttributes|TestDeploymentOnRealAgentsSucceedsAndEveryViewAgrees|TestCLIDeployWatchGetListAndRun|TestTemporalCLIStartsADeployment|TestPrepareNamespace|TestSearchAttributesFitSQLVisibility
+# The tests it runs carry the directive //mantis:temporal-server in their doc comment;
+# tools/testlist reads the markers and gives the -run pattern and the packages.
+TEMPORAL_SERVER_TESTS ?= $(call testlist,-marked temporal-server)
+TEMPORAL_SERVER_PKGS  ?= $(call testlist,-marked temporal-server -packages)
 test-temporal-server: build ## Run the end-to-end job and the Temporal kill -9 scenario against temporal-server.
 	MANTIS_REQUIRE_TEMPORAL_SERVER=1 $(BIN)/mantisctl dev exec --temporal-server --test-packages --dir $(STACK_DIR)/test-server -- \
-		$(GO) test $(GOTEST_FLAGS) -p 1 -run '$(TEMPORAL_SERVER_TESTS)' ./internal/testrig/e2e/ ./workers/
+		$(GO) test $(GOTEST_FLAGS) -p 1 -run '$(TEMPORAL_SERVER_TESTS)' $(TEMPORAL_SERVER_PKGS)
 	@mkdir -p $(STACK_DIR); rm -f $(STACK_DIR)/chaos-temporal-server.md
 	MANTIS_FAULT_TEMPORAL=server MANTIS_CHAOS_TABLE=$(abspath $(STACK_DIR))/chaos-temporal-server.md \
 		$(GO) test $(GOTEST_FLAGS) -run 'TestFastSubset/TemporalKilled$$' ./internal/testrig/chaos/; \
@@ -131,17 +134,10 @@ chaos: build ## Run every fault scenario (real server, process and link faults) 
 # HTTP and gRPC targets go through real handlers and servers). `go test`, and so
 # `make test`, runs their committed corpora (testdata/fuzz/) without fuzzing.
 FUZZTIME ?= 30s
-FUZZ_TARGETS ?= internal/contract/spec:FuzzParse internal/broker:FuzzDecodeNudge \
-	internal/config:FuzzLoadMandible internal/config:FuzzLoadThorax internal/config:FuzzLoadAgent \
-	internal/mandible/sse:FuzzStreamQuery \
-	internal/mandible/httpapi:FuzzRegisterTargetBody internal/mandible/httpapi:FuzzEnqueueDispatchBody \
-	internal/mandible/httpapi:FuzzCreateDeploymentBody internal/mandible/httpapi:FuzzDLQRequeueBody internal/mandible/httpapi:FuzzDLQPurgeBody \
-	internal/mandible/grpcapi:FuzzRegisterInstance internal/mandible/grpcapi:FuzzHeartbeat internal/mandible/grpcapi:FuzzFetchPendingCommands \
-	internal/mandible/grpcapi:FuzzStoreCommandResult internal/mandible/grpcapi:FuzzScheduleRedispatch internal/mandible/grpcapi:FuzzReleaseCommands \
-	internal/agent:FuzzRunCommand internal/agent:FuzzCancelCommand \
-	internal/thorax:FuzzPollCommands internal/thorax:FuzzReportResult
+# FUZZ_TARGETS is every func Fuzz... of the tree's test files (tools/testlist).
+FUZZ_TARGETS ?= $(call testlist,-fuzz)
 # With MANTIS_TEST_STACK_ENV set, the servers of that stack.env are used instead.
-fuzz: build ## Run each fuzz target for FUZZTIME (default 30s); FUZZ_TARGETS=pkg:Target... selects.
+fuzz: build ## Run every fuzz target of the tree for FUZZTIME (default 30s); FUZZ_TARGETS=pkg:Target... selects.
 ifdef MANTIS_TEST_STACK_ENV
 	env GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz.sh $(FUZZ_TARGETS)
 else

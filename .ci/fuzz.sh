@@ -11,6 +11,10 @@ FUZZTIME=${FUZZTIME:-30s}
 # nothing new meanwhile, and a minimization still under way when FUZZTIME ends is
 # reported as "context deadline exceeded": keep it short.
 FUZZMINIMIZETIME=${FUZZMINIMIZETIME:-5s}
+if [ $# -eq 0 ]; then
+	echo "fuzz.sh: no package:Target given" >&2
+	exit 2
+fi
 failed=""
 for pair in "$@"; do
 	pkg=${pair%%:*}

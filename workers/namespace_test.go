@@ -64,6 +64,7 @@ func runPrintedCommands(t *testing.T, srv testenv.Temporal, msg string) int {
 	return ran
 }
 
+//mantis:temporal-server
 func TestPrepareNamespaceNamesTheCommandThatCreatesAMissingNamespace(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	srv.RequireWantedKind(t)
@@ -79,6 +80,7 @@ func TestPrepareNamespaceNamesTheCommandThatCreatesAMissingNamespace(t *testing.
 	require.NoError(t, PrepareNamespace(ctx, setupFor(t, srv, ns, config.SearchAttributesRegister)))
 }
 
+//mantis:temporal-server
 func TestPrepareNamespaceInCheckModeNamesTheCommandsThatAddMissingAttributes(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	srv.RequireWantedKind(t)
@@ -100,6 +102,7 @@ func TestPrepareNamespaceInCheckModeNamesTheCommandsThatAddMissingAttributes(t *
 	require.NoError(t, PrepareNamespace(ctx, setupFor(t, srv, ns, config.SearchAttributesCheck)))
 }
 
+//mantis:temporal-server
 func TestPrepareNamespaceRefusesAnAttributeOfAnotherType(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	srv.RequireWantedKind(t)
@@ -127,6 +130,7 @@ var sqlVisibilityLimits = map[string]int{
 	"Keyword": 10, "Text": 3, "Int": 3, "Double": 3, "Bool": 3, "Datetime": 3, "KeywordList": 3,
 }
 
+//mantis:temporal-server
 func TestSearchAttributesFitSQLVisibility(t *testing.T) {
 	perType := map[string]int{}
 	for _, k := range workflows.SearchAttributes() {

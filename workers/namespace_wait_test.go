@@ -53,6 +53,8 @@ func (o listingOperator) ListSearchAttributes(ctx context.Context, req *operator
 // An attribute the namespace lists but never maps is waited for no longer than
 // temporal.search_attributes_wait: past it, start-up fails naming the attribute and
 // the setting.
+//
+//mantis:temporal-server
 func TestPrepareNamespaceGivesUpOnAnAttributeNeverMappedNamingIt(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	srv.RequireWantedKind(t)

@@ -29,6 +29,7 @@ func mantisctl(t *testing.T, r *replica, args ...string) (string, int) {
 	return string(out), code
 }
 
+//mantis:temporal-server
 func TestCLIDeployWatchGetListAndRun(t *testing.T) {
 	f := setupDispatchFixture(t, 2)
 	r := startReplica(t, replicaOptions{ID: uniqueName("cli"), DatabaseURL: f.url, Temporal: f.temporal, PollInterval: "1s"})

@@ -20,6 +20,8 @@ import (
 // A three-step deployment on a poll-mode and a listen-mode target, run by real
 // Thorax and agent processes, succeeds; the API, the CLI and the Temporal workflow
 // agree on its result.
+//
+//mantis:temporal-server
 func TestDeploymentOnRealAgentsSucceedsAndEveryViewAgrees(t *testing.T) {
 	s := setupExec(t)
 	r := s.mandible.replica
@@ -87,6 +89,8 @@ func TestFailingCommandOnRealAgentIsAnalysed(t *testing.T) {
 
 // The README's `temporal workflow start` runs a real deployment (on the test
 // replica's own deployment task queue: tests share one Temporal namespace).
+//
+//mantis:temporal-server
 func TestTemporalCLIStartsADeployment(t *testing.T) {
 	s := setupExec(t)
 	r := s.mandible.replica

@@ -93,6 +93,8 @@ func requirePermissionDenied(t *testing.T, err error, what string) {
 // temporal.api_key, exits naming the refusal with a read-only key, and runs a
 // deployment end to end with its namespace's admin key, and, the search attributes
 // added, with a key of the write role only.
+//
+//mantis:temporal-server
 func TestTemporalAuthorizerRefusesWrongIdentities(t *testing.T) {
 	t.Parallel()
 	stack := startAuthorizingTemporal(t)

@@ -44,6 +44,8 @@ func listWorkflows(t *testing.T, c client.Client, namespace, query string) []str
 // no restart: it registers its search attributes and waits until the namespace maps
 // them before it starts a workflow that sets them. A real cluster's namespace cache
 // maps a new attribute seconds after it is listed; the dev server at once.
+//
+//mantis:temporal-server
 func TestMandibleFirstStartOnFreshNamespaces(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	srv.RequireWantedKind(t)
@@ -87,6 +89,8 @@ func TestMandibleFirstStartOnFreshNamespaces(t *testing.T) {
 
 // A deployment over both agent modes is found through the search attributes Mantis
 // sets: its id and its final status.
+//
+//mantis:temporal-server
 func TestDeploymentIsFoundBySearchAttributes(t *testing.T) {
 	testenv.TemporalServer(t).RequireWantedKind(t)
 	s := setupExec(t)
@@ -116,6 +120,8 @@ const postgresStore = "postgres12"
 // its history and visibility in PostgreSQL (what `temporal operator cluster describe`
 // prints as PersistenceStore and VisibilityStore), the dev server in SQLite. Under
 // make test-temporal-server (MANTIS_REQUIRE_TEMPORAL_SERVER=1) it must be the former.
+//
+//mantis:temporal-server
 func TestTemporalServerKindAndPersistence(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	srv.RequireWantedKind(t)
