@@ -58,10 +58,10 @@ test-fast: ## Run the tests that need no server (packages found by their imports
 
 # The packages whose code shares state between goroutines (the result batcher in schema,
 # the activities, the pgnotify hub, Thorax's book and consumers, the agent's runner and
-# output hub, the broker, the event streams, the webhook workers), under the race
+# output hub and its run journal, the broker, the event streams, the webhook workers), under the race
 # detector on the same real servers as `make test`. About a minute warm on the 2-core machine, servers
 # included; the first run also builds every dependency with -race (about 4 minutes).
-RACE_PACKAGES ?= ./schema/ ./activities/ ./internal/pgnotify/ ./internal/thorax/ ./internal/agent/ \
+RACE_PACKAGES ?= ./schema/ ./activities/ ./internal/pgnotify/ ./internal/thorax/ ./internal/agent/... \
 	./internal/broker/ ./internal/mandible/sse/ ./internal/mandible/webhook/
 .PHONY: test-race
 test-race: build ## Run the packages with shared state under -race on real servers (RACE_PACKAGES).
