@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,6 +104,15 @@ type Cluster struct {
 	// listenProxy is the address each listen target is registered with: a proxy of
 	// AgentLink in front of the agent.
 	listenProxy map[string]string
+	// ports are the ports freeAddr has handed out, so that no two processes are given
+	// the same one; shared by the views of the cluster (For).
+	ports *portSet
+}
+
+// portSet is the set of ports handed out.
+type portSet struct {
+	mu    sync.Mutex
+	taken map[int]bool
 }
 
 // StartCluster starts replicas, Thorax instances and agents on the fault stack and
@@ -125,7 +135,7 @@ func startProcesses(t testing.TB, s *Servers, o Options) *Cluster {
 	require.NoError(t, err)
 	c := &Cluster{t: t, Ctx: context.Background(), Dir: dir, Servers: s, Certs: certs,
 		DBURL: s.Database(t), Broker: s.VHost(t), queue: "deployments-" + randomHex(4),
-		opts: o, AgentLink: NewLink("agent-thorax"), listenProxy: map[string]string{}, LedgerDir: filepath.Join(dir, "ledger")}
+		opts: o, AgentLink: NewLink("agent-thorax"), listenProxy: map[string]string{}, ports: &portSet{taken: map[int]bool{}}, LedgerDir: filepath.Join(dir, "ledger")}
 	require.NoError(t, os.MkdirAll(c.LedgerDir, 0o777))
 	require.NoError(t, os.Chmod(c.LedgerDir, 0o777))
 	c.Pool, err = pgxpool.New(c.Ctx, c.DBURL)
@@ -201,11 +211,24 @@ func (c *Cluster) proc(name, binary, config string) *Proc {
 	return newProc(name, testenv.Binary(c.t, binary), c.Dir, filepath.Join(c.Dir, name+".log"), []string{"--config", confPath}, nil)
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	port, err := devstack.FreePort(false)
-	require.NoError(t, err)
-	return fmt.Sprintf("127.0.0.1:%d", port)
+// freeAddr returns a loopback address for a process of the cluster to listen on. The
+// port is below the kernel's ephemeral range, from which the link proxies' listeners
+// and every outgoing connection draw theirs, so none of them can take it between now
+// and the process's bind; and it is one the cluster has not handed out before. (Two
+// listen agents once drew the same ephemeral port: one failed to bind, and Thorax's
+// calls to it reached the other, which refused them as the wrong target.)
+func (c *Cluster) freeAddr() string {
+	c.t.Helper()
+	c.ports.mu.Lock()
+	defer c.ports.mu.Unlock()
+	for {
+		port, err := devstack.FreePort(true)
+		require.NoError(c.t, err)
+		if !c.ports.taken[port] {
+			c.ports.taken[port] = true
+			return fmt.Sprintf("127.0.0.1:%d", port)
+		}
+	}
 }
 
 // WaitRegistered waits until th is a live instance and returns its id.

@@ -24,7 +24,7 @@ var apiClient = &http.Client{Timeout: apiTimeout}
 // heartbeat timeout, and the cluster's deployment task queue.
 func (c *Cluster) newMandible(i int) *Mandible {
 	c.t.Helper()
-	m := &Mandible{ID: fmt.Sprintf("mandible-%d-%s", i, randomHex(3)), HTTPAddr: freeAddr(c.t), GRPCAddr: freeAddr(c.t)}
+	m := &Mandible{ID: fmt.Sprintf("mandible-%d-%s", i, randomHex(3)), HTTPAddr: c.freeAddr(), GRPCAddr: c.freeAddr()}
 	cert, key := c.Certs.Pair("mandible")
 	conf := fmt.Sprintf(`replica_id = %q
 [log]
@@ -76,7 +76,7 @@ func (c *Cluster) WaitHealthy(ms ...*Mandible) {
 func (c *Cluster) newThorax(i int, mandibles []string) *Thorax {
 	c.t.Helper()
 	name := fmt.Sprintf("thorax-%d-%s", i, randomHex(3))
-	th := &Thorax{AgentsAddr: freeAddr(c.t), Link: NewLink(name + "-mandible")}
+	th := &Thorax{AgentsAddr: c.freeAddr(), Link: NewLink(name + "-mandible")}
 	cert, key := c.Certs.Pair("thorax")
 	conf := fmt.Sprintf(`name = %q
 [log]
@@ -176,7 +176,7 @@ func (c *Cluster) newListenAgent(i int) *Agent {
 	c.t.Helper()
 	name := fmt.Sprintf("listen-%02d-%s", i, randomHex(3))
 	a := &Agent{Mode: "listen", Thorax: -1, JournalDir: filepath.Join(c.Dir, name, "journal")}
-	addr := freeAddr(c.t)
+	addr := c.freeAddr()
 	c.listenProxy[name] = c.AgentLink.Proxy(c.t, addr)
 	cert, key := c.agentPair(name)
 	conf := fmt.Sprintf(`name = %q
@@ -239,6 +239,6 @@ func (c *Cluster) metricsSection(addr *string) string {
 	if !c.opts.Metrics {
 		return ""
 	}
-	*addr = freeAddr(c.t)
+	*addr = c.freeAddr()
 	return fmt.Sprintf("[metrics]\nlisten = %q\n", *addr)
 }
