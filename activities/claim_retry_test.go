@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/mantis-deploy/mantis/activities"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
 	"github.com/mantis-deploy/mantis/workflows"
@@ -34,7 +35,7 @@ func TestDispatcherDeliversTheRowsOfAClaimWhoseResultWasLost(t *testing.T) {
 		INSERT INTO targets (name, mode, assigned_instance_id) VALUES ('web-1', 'poll', '00000000-0000-4000-8000-000000000001')`)
 	require.NoError(t, err)
 	// Three requests on one target at once: raise the per-target concurrency default.
-	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 10}, "test")
+	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: 10}, "test")
 	require.NoError(t, err)
 	reqs := make([]schema.NewDispatchRequest, 3)
 	for i := range reqs {

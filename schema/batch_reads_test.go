@@ -32,7 +32,7 @@ func fillLongQueue(t *testing.T) dispatchBundle {
 		names[i] = fmt.Sprintf("web-%d", i)
 	}
 	b := setupDispatch(t, names...)
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: longQueuePerTarget}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: longQueuePerTarget}, "test")
 	require.NoError(t, err)
 	for i := range longQueuePerTarget {
 		reqs := make([]schema.NewDispatchRequest, longQueueTargets)
@@ -64,7 +64,7 @@ func TestClaimReadsItsBatchNotTheQueue(t *testing.T) {
 			t.Parallel()
 			b := fillLongQueue(t)
 			if labelLimit {
-				_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod", Scope: schema.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 2}, "test")
+				_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod", Scope: domain.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 2}, "test")
 				require.NoError(t, err)
 			}
 			tx, err := b.pool.Begin(b.ctx)
@@ -114,7 +114,7 @@ func TestStoreReadsItsBatchNotTheRunningCommands(t *testing.T) {
 		names[i] = fmt.Sprintf("web-%d", i+1)
 	}
 	b := setupDispatch(t, names...)
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 2}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: 2}, "test")
 	require.NoError(t, err)
 	conn, err := b.pool.Acquire(b.ctx)
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -116,7 +117,7 @@ func drainWith(b *testing.B, claim benchClaimer) (time.Duration, time.Duration) 
 	b.StopTimer()
 	defer b.StartTimer()
 	bd := fillLimitsQueue(b, false, true)
-	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 1}, "bench")
+	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: 1}, "bench")
 	require.NoError(b, err)
 	conn, err := bd.pool.Acquire(bd.ctx)
 	require.NoError(b, err)

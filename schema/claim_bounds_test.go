@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -43,7 +44,7 @@ func TestClaimBoundGivesWayToALoweredLimit(t *testing.T) {
 	for i := range 6 {
 		b.enqueue(t, req(fmt.Sprintf("r%d", i), "web-1", "normal"))
 	}
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 100}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: 100}, "test")
 	require.NoError(t, err)
 	first, err := schema.ClaimPending(b.ctx, b.pool, replica, 2)
 	require.NoError(t, err)
@@ -52,7 +53,7 @@ func TestClaimBoundGivesWayToALoweredLimit(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT claimed FROM target_claim_bounds`).Scan(&bound))
 	require.Equal(t, 2, bound, "the claim left a bound: what it counted (0) plus what it took")
 
-	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "web-1-three", Scope: schema.LimitScopeTarget, Value: "web-1", MaxRunning: 3}, "test")
+	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "web-1-three", Scope: domain.LimitScopeTarget, Value: "web-1", MaxRunning: 3}, "test")
 	require.NoError(t, err)
 	require.Equal(t, 1, claimOneByOne(t, b), "one more fits under the lowered limit of three")
 	require.Equal(t, 3, b.running(t, "web-1"))
@@ -68,13 +69,13 @@ func TestClaimBoundIsDroppedByAClaimUnderLabelLimits(t *testing.T) {
 	for i := range 8 {
 		b.enqueue(t, req(fmt.Sprintf("r%d", i), "db-1", "normal"))
 	}
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 4}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: 4}, "test")
 	require.NoError(t, err)
 	res, err := schema.ClaimPending(b.ctx, b.pool, replica, 1)
 	require.NoError(t, err)
 	require.Len(t, res.Claimed, 1, "no label limit: the claim counts and leaves a bound of one")
 
-	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod", Scope: schema.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 100}, "test")
+	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod", Scope: domain.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 100}, "test")
 	require.NoError(t, err)
 	res, err = schema.ClaimPending(b.ctx, b.pool, replica, 1)
 	require.NoError(t, err)
@@ -102,7 +103,7 @@ func TestConcurrentClaimersUsingBoundsKeepToALimitOfThree(t *testing.T) {
 		}
 	}
 	b.enqueue(t, reqs...)
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: limit}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: limit}, "test")
 	require.NoError(t, err)
 
 	var maxInDB, claimedTotal atomic.Int64

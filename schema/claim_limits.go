@@ -146,7 +146,7 @@ func loadCandidates(ctx context.Context, tx pgx.Tx, n int, full fullLimits) ([]c
 	for _, r := range rows {
 		c := claimCandidate{id: r.ID, target: r.TargetID, targetLimit: r.TargetLimit, targetMax: int(r.TargetMax), labelLimits: r.LabelLimits}
 		if c.targetLimit == "" { // the default's row is gone: the built-in default holds
-			c.targetLimit, c.targetMax = DefaultTargetLimit, defaultTargetMaxRun
+			c.targetLimit, c.targetMax = domain.DefaultTargetLimit, defaultTargetMaxRun
 		}
 		out = append(out, c)
 	}
@@ -215,7 +215,7 @@ func countRunning(ctx context.Context, tx pgx.Tx, cands []claimCandidate) (limit
 		return room, fmt.Errorf("counting commands running on %d targets and under %d label limits: %w", len(p.Ids), len(p.Names), err)
 	}
 	for _, r := range rows {
-		if r.Scope == LimitScopeLabel {
+		if r.Scope == domain.LimitScopeLabel {
 			room.labelRunning[r.Subject], room.labelMax[r.Subject] = int(r.Running), int(r.MaxRunning)
 			continue
 		}

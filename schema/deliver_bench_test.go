@@ -154,7 +154,7 @@ func deliverQueue(b *testing.B, deliver benchDeliverer) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
 	bd := fillLimitsQueue(b, false, true)
-	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: benchLimitPerTarget}, "bench")
+	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: benchLimitPerTarget}, "bench")
 	require.NoError(b, err)
 	conn, err := bd.pool.Acquire(bd.ctx)
 	require.NoError(b, err)

@@ -30,13 +30,9 @@ type Limit struct {
 	UpdatedAt time.Time
 }
 
-// The scopes of a limit (concurrency_limits.scope) and the default's name.
-const (
-	LimitScopeTarget    = domain.LimitScopeTarget
-	LimitScopeLabel     = domain.LimitScopeLabel
-	DefaultTargetLimit  = domain.DefaultTargetLimit
-	defaultTargetMaxRun = 1
-)
+// defaultTargetMaxRun is what the default limit (domain.DefaultTargetLimit) allows
+// on each target when no row sets it.
+const defaultTargetMaxRun = 1
 
 // Bounds on a limit, as the migration's CHECKs hold them.
 const (
@@ -65,21 +61,21 @@ func ValidateLimit(l Limit) error {
 			safetext.Bound(safetext.DisplayString(l.Name), 80))
 	}
 	switch l.Scope {
-	case LimitScopeTarget:
+	case domain.LimitScopeTarget:
 		if l.Label != "" {
 			problems.Add("label", "must be empty for scope target (value names the target)")
 		}
 		if l.Value != "" && !targetName.MatchString(l.Value) {
 			problems.Addf("value", "must be a target name, got %q", safetext.Bound(safetext.DisplayString(l.Value), 80))
 		}
-		if l.Name == DefaultTargetLimit && l.Value != "" {
-			problems.Add("value", "must be empty for "+DefaultTargetLimit+", the default of every target")
+		if l.Name == domain.DefaultTargetLimit && l.Value != "" {
+			problems.Add("value", "must be empty for "+domain.DefaultTargetLimit+", the default of every target")
 		}
-	case LimitScopeLabel:
+	case domain.LimitScopeLabel:
 		addLabelProblem(&problems, "label", l.Label)
 		addLabelProblem(&problems, "value", l.Value)
-		if l.Name == DefaultTargetLimit {
-			problems.Add("scope", DefaultTargetLimit+" is the per-target default and keeps scope target")
+		if l.Name == domain.DefaultTargetLimit {
+			problems.Add("scope", domain.DefaultTargetLimit+" is the per-target default and keeps scope target")
 		}
 	default:
 		problems.Addf("scope", "must be one of %s, got %q", strings.Join(domain.LimitScopes, ", "),
@@ -153,7 +149,7 @@ func ListLimits(ctx context.Context, db DB) ([]Limit, error) {
 // DeleteLimit removes the named limit and wakes the dispatchers; ErrNotFound when
 // there is none, ErrDefaultLimit for the per-target default.
 func DeleteLimit(ctx context.Context, db TxBeginner, name string) error {
-	if name == DefaultTargetLimit {
+	if name == domain.DefaultTargetLimit {
 		return ErrDefaultLimit
 	}
 	return inTx(ctx, db, func(tx pgx.Tx) error {

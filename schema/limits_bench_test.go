@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -41,7 +42,7 @@ func drainWithLimits(b *testing.B, labelLimits bool) time.Duration {
 	b.StopTimer()
 	defer b.StartTimer()
 	bd := fillLimitsQueue(b, labelLimits, false)
-	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: benchLimitPerTarget}, "bench")
+	_, err := schema.SetLimit(bd.ctx, bd.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: benchLimitPerTarget}, "bench")
 	require.NoError(b, err)
 	var claiming time.Duration
 	claimed := 0
@@ -88,7 +89,7 @@ func fillLimitsQueue(b *testing.B, labelLimits, interleave bool) dispatchBundle 
 			{Name: "prod", Label: "env", Value: "prod"}, {Name: "staging", Label: "env", Value: "staging"},
 			{Name: "eu", Label: "region", Value: "eu"}, {Name: "us", Label: "region", Value: "us"},
 		} {
-			l.Scope, l.MaxRunning = schema.LimitScopeLabel, schema.MaxLimitRunning
+			l.Scope, l.MaxRunning = domain.LimitScopeLabel, schema.MaxLimitRunning
 			_, err := schema.SetLimit(bd.ctx, bd.pool, l, "bench")
 			require.NoError(b, err)
 		}

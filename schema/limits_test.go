@@ -70,8 +70,8 @@ func TestPerTargetDefaultHoldsAcrossDeployments(t *testing.T) {
 	require.Equal(t, []uuid.UUID{second[0].ID}, claimedIDs(claim), "one command at a time on db-1: the high-priority request only")
 	held := b.view(t, first[0].ID)
 	require.Equal(t, domain.StatusPending, held.Status)
-	require.Equal(t, schema.DefaultTargetLimit, held.HeldBy)
-	require.Contains(t, held.Reason, "held by concurrency limit "+schema.DefaultTargetLimit)
+	require.Equal(t, domain.DefaultTargetLimit, held.HeldBy)
+	require.Contains(t, held.Reason, "held by concurrency limit "+domain.DefaultTargetLimit)
 	require.Empty(t, b.view(t, second[0].ID).HeldBy, "a claimed request is not held")
 
 	_, err = schema.DeliverClaimed(b.ctx, b.pool, replica, refs(claim.Claimed), deliverOpts)
@@ -82,7 +82,7 @@ func TestPerTargetDefaultHoldsAcrossDeployments(t *testing.T) {
 		require.Empty(t, again.Claimed, "the first command is queued or running: still held, by any replica")
 	}
 	v := b.view(t, first[0].ID)
-	require.Equal(t, schema.DefaultTargetLimit, v.HeldBy)
+	require.Equal(t, domain.DefaultTargetLimit, v.HeldBy)
 	require.Zero(t, v.Attempts, "a held request spends no attempt")
 
 	b.endCommands(t, second[0].ID)
@@ -105,7 +105,7 @@ func TestLabelLimitHoldsFiveProdTargetsToTwo(t *testing.T) {
 	}
 	b.addLabelledTarget(t, "stage-1", `{"env":"staging"}`)
 	stage := b.enqueue(t, req("stage", "stage-1", "low"))[0].ID
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod-two", Scope: schema.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 2}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod-two", Scope: domain.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 2}, "test")
 	require.NoError(t, err)
 
 	claim, err := schema.ClaimPending(b.ctx, b.pool, replica, 100)
@@ -123,7 +123,7 @@ func TestLabelLimitHoldsFiveProdTargetsToTwo(t *testing.T) {
 		require.Equal(t, "prod-two", v.HeldBy, "the list shows held_by too")
 	}
 
-	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod-two", Scope: schema.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 3}, "test")
+	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod-two", Scope: domain.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: 3}, "test")
 	require.NoError(t, err)
 	more, err := schema.ClaimPending(b.ctx, b.pool, replica, 100)
 	require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestHeldRequestStillExpires(t *testing.T) {
 	claim, err := schema.ClaimPending(b.ctx, b.pool, replica, 10)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{running}, claimedIDs(claim))
-	require.Equal(t, schema.DefaultTargetLimit, b.view(t, held).HeldBy)
+	require.Equal(t, domain.DefaultTargetLimit, b.view(t, held).HeldBy)
 
 	_, err = b.pool.Exec(b.ctx, `UPDATE pending_dispatch_requests SET created_at = now() - interval '25 hours', expires_at = now() - interval '1 hour' WHERE id = $1`, held)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestTargetLimitsOverrideTheDefault(t *testing.T) {
 	for i := range 4 {
 		b.enqueue(t, req(fmt.Sprintf("big%d", i), "big-1", "normal"), req(fmt.Sprintf("small%d", i), "small-1", "normal"))
 	}
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "big-1-three", Scope: schema.LimitScopeTarget, Value: "big-1", MaxRunning: 3}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "big-1-three", Scope: domain.LimitScopeTarget, Value: "big-1", MaxRunning: 3}, "test")
 	require.NoError(t, err)
 	claim, err := schema.ClaimPending(b.ctx, b.pool, replica, 100)
 	require.NoError(t, err)
@@ -169,16 +169,16 @@ func TestTargetLimitsOverrideTheDefault(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"big-1": 3, "small-1": 1}, perTarget)
 
-	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 2}, "test")
+	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: 2}, "test")
 	require.NoError(t, err)
 	more, err := schema.ClaimPending(b.ctx, b.pool, replica, 100)
 	require.NoError(t, err)
 	require.Len(t, more.Claimed, 1)
 	require.Equal(t, "small-1", more.Claimed[0].Target, "the raised default lets small-1 run a second command; big-1 keeps its own 3")
 
-	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "another-default", Scope: schema.LimitScopeTarget, MaxRunning: 5}, "test")
+	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "another-default", Scope: domain.LimitScopeTarget, MaxRunning: 5}, "test")
 	require.ErrorIs(t, err, schema.ErrLimitConflict, "one default")
-	require.ErrorIs(t, schema.DeleteLimit(b.ctx, b.pool, schema.DefaultTargetLimit), schema.ErrDefaultLimit)
+	require.ErrorIs(t, schema.DeleteLimit(b.ctx, b.pool, domain.DefaultTargetLimit), schema.ErrDefaultLimit)
 	require.NoError(t, schema.DeleteLimit(b.ctx, b.pool, "big-1-three"))
 	require.ErrorIs(t, schema.DeleteLimit(b.ctx, b.pool, "big-1-three"), schema.ErrNotFound)
 }
@@ -201,9 +201,9 @@ func TestConcurrentClaimersKeepToALabelLimitOfTwo(t *testing.T) {
 		}
 	}
 	b.enqueue(t, reqs...)
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod", Scope: schema.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: limit}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: "prod", Scope: domain.LimitScopeLabel, Label: "env", Value: "prod", MaxRunning: limit}, "test")
 	require.NoError(t, err)
-	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: 10}, "test")
+	_, err = schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: 10}, "test")
 	require.NoError(t, err)
 
 	var running, maxSeen, maxInDB atomic.Int64
@@ -264,6 +264,6 @@ func doneCount(m *sync.Map) int {
 // may run many commands on one target.
 func (b dispatchBundle) allowParallel(t *testing.T) {
 	t.Helper()
-	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: schema.MaxLimitRunning}, "test")
+	_, err := schema.SetLimit(b.ctx, b.pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: schema.MaxLimitRunning}, "test")
 	require.NoError(t, err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/schema"
@@ -30,7 +31,7 @@ func TestLimitsSetListDeleteAndHeldRequests(t *testing.T) {
 	out = cli("limits", "list")
 	require.Contains(t, out, "prod-two")
 	require.Contains(t, out, "targets with env=prod")
-	require.Contains(t, out, schema.DefaultTargetLimit)
+	require.Contains(t, out, domain.DefaultTargetLimit)
 	_, err := runCLI(t, append([]string{"limits", "set", "bad", "--scope", "label", "--max-running", "2"}, common...)...)
 	require.ErrorContains(t, err, "label", "the refusal names the field")
 
@@ -43,7 +44,7 @@ func TestLimitsSetListDeleteAndHeldRequests(t *testing.T) {
 	require.NoError(t, err)
 	out = cli("requests", "--status", "pending")
 	require.Contains(t, out, "HELD BY")
-	require.Contains(t, out, schema.DefaultTargetLimit+"  ", "the held request names the per-target default")
+	require.Contains(t, out, domain.DefaultTargetLimit+"  ", "the held request names the per-target default")
 
 	require.Contains(t, cli("limits", "delete", "prod-two"), "deleted limit prod-two")
 	require.NotContains(t, cli("limits", "list"), "prod-two")

@@ -42,7 +42,7 @@ func setup(t *testing.T) *bundle {
 	pool := testenv.MigratedPool(t)
 	// Every command of these tests runs on one target: they analyse results, not the
 	// per-target concurrency default (one running command).
-	_, err := schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+	_, err := schema.SetLimit(ctx, pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget,
 		MaxRunning: schema.MaxLimitRunning}, "test")
 	require.NoError(t, err)
 	instance, err := schema.RegisterInstance(ctx, pool, schema.NewInstance{Name: "thorax-1", Version: "test"})

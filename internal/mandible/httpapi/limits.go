@@ -64,7 +64,7 @@ func (s *server) setLimit(w http.ResponseWriter, r *http.Request) {
 func (s *server) limitConflict(ctx context.Context, body api.Limit) *domain.InputError {
 	field, what := "value", "target "+body.Value
 	switch {
-	case body.Scope == schema.LimitScopeLabel:
+	case body.Scope == domain.LimitScopeLabel:
 		what = body.Label + "=" + body.Value
 	case body.Value == "":
 		field, what = "scope", "every target (the per-target default)"

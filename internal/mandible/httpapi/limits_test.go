@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
@@ -78,7 +79,7 @@ func TestLimitsAreManagedByAdminsAndReadByReaders(t *testing.T) {
 	for _, l := range body["limits"].([]any) {
 		names = append(names, l.(map[string]any)["name"].(string))
 	}
-	require.Equal(t, []string{"prod-two", schema.DefaultTargetLimit}, names)
+	require.Equal(t, []string{"prod-two", domain.DefaultTargetLimit}, names)
 	code, body = b.call(t, limitsRead, http.MethodGet, "/api/v1/limits/target-default", "")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, float64(1), body["max_running"], "one command at a time per target by default")
@@ -142,7 +143,7 @@ func TestHeldDispatchRequestShowsHeldBy(t *testing.T) {
 
 	code, body = b.call(t, limitsRead, http.MethodGet, "/api/v1/dispatch-requests/"+second, "")
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, schema.DefaultTargetLimit, body["held_by"])
+	require.Equal(t, domain.DefaultTargetLimit, body["held_by"])
 	require.Equal(t, "pending", body["status"])
 	code, body = b.call(t, limitsRead, http.MethodGet, "/api/v1/dispatch-requests/"+first, "")
 	require.Equal(t, http.StatusOK, code)
@@ -152,7 +153,7 @@ func TestHeldDispatchRequestShowsHeldBy(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	list := body["requests"].([]any)
 	require.Len(t, list, 1)
-	require.Equal(t, schema.DefaultTargetLimit, list[0].(map[string]any)["held_by"])
+	require.Equal(t, domain.DefaultTargetLimit, list[0].(map[string]any)["held_by"])
 
 	code, _ = b.call(t, limitsRead, http.MethodGet, "/api/v1/dispatch-requests/not-a-uuid", "")
 	require.Equal(t, http.StatusBadRequest, code)

@@ -339,7 +339,7 @@ func holdCommands(t *testing.T, pool *pgxpool.Pool, mandible mantisv1.MandibleSe
 	require.NoError(t, err)
 
 	// Every command is held at once on the one target: lift its limit of one at a time.
-	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: target, Scope: schema.LimitScopeTarget, Value: target, MaxRunning: schema.MaxLimitRunning}, "bench")
+	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: target, Scope: domain.LimitScopeTarget, Value: target, MaxRunning: schema.MaxLimitRunning}, "bench")
 	require.NoError(t, err)
 
 	const chunk = 1000

@@ -40,7 +40,7 @@ func setupDispatchFixture(t *testing.T, targets int) dispatchFixture {
 	t.Cleanup(pool.Close)
 	// The dispatch path is measured here, not the per-target concurrency default (one
 	// running command), so the fixture lets its targets run many commands at once.
-	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget, MaxRunning: schema.MaxLimitRunning}, "test")
+	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget, MaxRunning: schema.MaxLimitRunning}, "test")
 	require.NoError(t, err)
 	f := dispatchFixture{ctx: ctx, url: url, pool: pool, temporal: testenv.TemporalServer(t)}
 	instance := uuid.New()

@@ -30,6 +30,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/broker"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 	"github.com/mantis-deploy/mantis/internal/thorax"
@@ -72,7 +73,7 @@ func setupBrokerRig(t *testing.T, mandibleBroker bool) *brokerRig {
 	t.Cleanup(pool.Close)
 	// The rig puts many requests on one target to see the broker's order and retry
 	// steps, not the per-target concurrency default (one running command).
-	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+	_, err = schema.SetLimit(ctx, pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget,
 		MaxRunning: schema.MaxLimitRunning}, "test")
 	require.NoError(t, err)
 	r.pool = pool

@@ -40,7 +40,7 @@ func measureSize(t *testing.T, servers *faultenv.Servers, n int, set settings) (
 	require.NotEmpty(t, targets, "no agent's target was assigned within %s", assignTimeout)
 	// The scale run measures the dispatch path with several requests per target, not
 	// the per-target concurrency default (one running command).
-	_, err := schema.SetLimit(c.Ctx, c.Pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+	_, err := schema.SetLimit(c.Ctx, c.Pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget,
 		MaxRunning: schema.MaxLimitRunning}, "scale")
 	require.NoError(t, err)
 	size := scale.Size{Replicas: n, Thoraxes: thoraxes, Agents: len(targets), Requests: set.requests}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/devstack"
 	"github.com/mantis-deploy/mantis/internal/testrig/faultenv"
 	"github.com/mantis-deploy/mantis/internal/testrig/soak"
@@ -79,7 +80,7 @@ func TestSoak(t *testing.T) {
 	})
 	// The soak holds a rate of dispatch requests over few targets: it measures the
 	// dispatch path, not the per-target concurrency default (one running command).
-	_, err = schema.SetLimit(c.Ctx, c.Pool, schema.Limit{Name: schema.DefaultTargetLimit, Scope: schema.LimitScopeTarget,
+	_, err = schema.SetLimit(c.Ctx, c.Pool, schema.Limit{Name: domain.DefaultTargetLimit, Scope: domain.LimitScopeTarget,
 		MaxRunning: schema.MaxLimitRunning}, "soak")
 	require.NoError(t, err)
 	machine := machine()
