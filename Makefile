@@ -106,9 +106,15 @@ test-temporal-server: build ## Run the end-to-end job and the Temporal kill -9 s
 .PHONY: bench
 # Each benchmark runs its whole scenario (servers, processes, load) once and reports its
 # own figures and ratios, hence -benchtime 1x. BENCH selects benchmarks by name.
+# bench, chaos, soak and scale each end by writing their report, with the machine, the
+# load and the commit, to a dated results file of bench/results/ (tools/results.sh).
 BENCH ?= .
-bench: build ## Run the benchmarks against real servers (BENCH=regexp selects).
-	$(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -benchmem -timeout 60m ./...
+BENCH_OUTPUT ?= $(STACK_DIR)/bench-output.md
+bench: build ## Run the benchmarks against real servers (BENCH=regexp selects); writes bench/results/.
+	@mkdir -p $(STACK_DIR); printf '```\n' > $(BENCH_OUTPUT)
+	{ $(BIN)/mantisctl dev exec --dir $(STACK_DIR)/bench -- $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime 1x -benchmem -timeout 60m ./...; \
+		echo $$? > $(BENCH_OUTPUT).status; } | tee -a $(BENCH_OUTPUT); status=$$(cat $(BENCH_OUTPUT).status); printf '```\n' >> $(BENCH_OUTPUT); \
+		tools/results.sh bench "make bench BENCH='$(BENCH)'" $(BENCH_OUTPUT); exit $$status
 
 .PHONY: bench-check
 # A short run of the benchmarks bench/floors.toml names (MANTIS_BENCH_SHORT=1: fewer
@@ -130,7 +136,8 @@ CHAOS_TABLE ?= $(STACK_DIR)/chaos-table.md
 chaos: build ## Run every fault scenario (real server, process and link faults) and print the table.
 	@mkdir -p $(STACK_DIR); rm -f $(CHAOS_TABLE)
 	MANTIS_CHAOS=all MANTIS_CHAOS_TABLE=$(abspath $(CHAOS_TABLE)) $(GO) test -count=1 -timeout 60m ./internal/testrig/chaos/; \
-		status=$$?; cat $(CHAOS_TABLE) 2>/dev/null; exit $$status
+		status=$$?; cat $(CHAOS_TABLE) 2>/dev/null; \
+		test ! -f $(CHAOS_TABLE) || tools/results.sh chaos "make chaos" $(CHAOS_TABLE); exit $$status
 
 .PHONY: fuzz
 # Each native fuzz target, one after another, against servers of its own run (the
@@ -161,7 +168,8 @@ soak: build ## Hold 100 dispatch requests/s for SOAK_DURATION (10m) and check ea
 	@mkdir -p $(STACK_DIR); rm -f $(SOAK_REPORT)
 	MANTIS_SOAK_DURATION=$(SOAK_DURATION) MANTIS_SOAK_RATE=$(SOAK_RATE) MANTIS_SOAK_REPORT=$(abspath $(SOAK_REPORT)) \
 		$(GO) test -count=1 -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT) ./internal/testrig/soak/; \
-		status=$$?; cat $(SOAK_REPORT) 2>/dev/null; exit $$status
+		status=$$?; cat $(SOAK_REPORT) 2>/dev/null; \
+		test ! -f $(SOAK_REPORT) || tools/results.sh soak "make soak SOAK_DURATION=$(SOAK_DURATION) SOAK_RATE=$(SOAK_RATE)" $(SOAK_REPORT); exit $$status
 
 .PHONY: scale
 # Measures the scale-out on servers of its own (PostgreSQL, RabbitMQ and the production
@@ -181,7 +189,8 @@ scale: build ## Measure 1, 2 and 4 replicas with SCALE_AGENTS (200) agents and f
 	MANTIS_FAULT_TEMPORAL=server MANTIS_SCALE_AGENTS=$(SCALE_AGENTS) MANTIS_SCALE_REQUESTS=$(SCALE_REQUESTS) \
 		MANTIS_SCALE_REPLICAS='$(SCALE_REPLICAS)' MANTIS_SCALE_WINDOW=$(SCALE_WINDOW) MANTIS_SCALE_REPORT=$(abspath $(SCALE_REPORT)) \
 		$(GO) test -count=1 -run '^TestScale$$' -timeout $(SCALE_TIMEOUT) ./internal/testrig/scale/; \
-		status=$$?; cat $(SCALE_REPORT) 2>/dev/null; exit $$status
+		status=$$?; cat $(SCALE_REPORT) 2>/dev/null; \
+		test ! -f $(SCALE_REPORT) || tools/results.sh scale "make scale SCALE_AGENTS=$(SCALE_AGENTS) SCALE_REQUESTS=$(SCALE_REQUESTS) SCALE_REPLICAS='$(SCALE_REPLICAS)'" $(SCALE_REPORT); exit $$status
 
 .PHONY: proto
 proto: ## Regenerate the gRPC code from proto/ (needs protoc).
@@ -195,11 +204,12 @@ proto: ## Regenerate the gRPC code from proto/ (needs protoc).
 
 COMMITLINT_BASE ?= cf4e44d74cf74cec6da0d3f00ad82a85f2a5e707
 .PHONY: lint
-lint: sqlc-check ## go vet, staticcheck, workflowcheck, the layout rules (codelint) and generated queries up to date.
+lint: sqlc-check ## go vet, staticcheck, workflowcheck, the layout rules (codelint), the docs' rules (doclint), generated code up to date.
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 	$(GO) run ./tools/codelint .
+	$(GO) run ./tools/doclint .
 	$(GO) run ./tools/commitlint -base $(COMMITLINT_BASE)
 
 SQLC_VERSION := v1.31.1
