@@ -14,7 +14,7 @@ import (
 // additiveExceptions are the statements of released migrations that do not only add,
 // by version, each with why the previous release keeps working across it. A new
 // migration gets no entry: during a rolling upgrade the replicas still on the previous
-// release run against the new schema (README, "Upgrading").
+// release run against the new schema (docs/operations/upgrading.md).
 var additiveExceptions = map[int]map[string]string{
 	4: {
 		// Dropped and re-added at once, widened: the new CHECK accepts every status the

@@ -113,7 +113,7 @@ func runFigures(ctx context.Context, t *testing.T, c client.Client, id, runID st
 // TestDeploymentHistoryAtScale runs 10,000-target deployments on the Temporal dev server
 // with stand-in activities, and checks every run of each (through every continue-as-new)
 // against a tenth of Temporal's limits: history events and bytes, the largest payload
-// and the activities pending at once. The figures are in the README.
+// and the activities pending at once. The figures are in bench/results/.
 func TestDeploymentHistoryAtScale(t *testing.T) {
 	srv := testenv.TemporalServer(t)
 	c, err := client.Dial(client.Options{

@@ -87,7 +87,7 @@ func TestFailingCommandOnRealAgentIsAnalysed(t *testing.T) {
 	require.Contains(t, out, "analysis: ")
 }
 
-// The README's `temporal workflow start` runs a real deployment (on the test
+// The deployments guide's `temporal workflow start` runs a real deployment (on the test
 // replica's own deployment task queue: tests share one Temporal namespace).
 //
 //mantis:temporal-server
