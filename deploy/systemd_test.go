@@ -2,11 +2,13 @@ package deploy_test
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,6 +55,16 @@ func TestServerUnitsAreHardenedNotifyServices(t *testing.T) {
 		}
 		require.Equal(t, []string{"notify"}, s["Type"], unit)
 		require.Equal(t, []string{"on-failure"}, s["Restart"], unit)
+	}
+}
+
+// A daemon whose configuration does not load exits 78 (internal/cli.ExitConfig); each
+// unit stops there instead of restarting every RestartSec forever.
+func TestUnitsDoNotRestartABadConfiguration(t *testing.T) {
+	t.Parallel()
+	for _, unit := range []string{"mantis-mandible", "mantis-thorax", "mantis-agent"} {
+		s := unitSettings(t, "systemd/"+unit+".service")
+		require.Equal(t, []string{strconv.Itoa(cli.ExitConfig)}, s["RestartPreventExitStatus"], unit)
 	}
 }
 

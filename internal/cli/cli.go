@@ -6,12 +6,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/mantis-deploy/mantis/internal/version"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mantis-deploy/mantis/internal/version"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +33,22 @@ type Loader[C Config] func(path string, lookup func(string) (string, bool)) (C, 
 // ConfigInvalid heads the error of a configuration that does not load.
 const ConfigInvalid = "invalid configuration:"
 
+// ExitConfig is the exit status of a daemon whose configuration does not load:
+// EX_CONFIG of sysexits.h. The systemd units set RestartPreventExitStatus=78, so that a
+// bad configuration stops the unit instead of restarting it forever.
+const ExitConfig = 78
+
+// ConfigDir is where each daemon looks for its configuration, <name>.toml, when
+// --config is not given.
+const ConfigDir = "/etc/mantis"
+
+// ConfigError is a configuration that does not load, or a file that cannot be read.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return ConfigInvalid + "\n" + e.Err.Error() }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // Daemon describes one daemon's command line.
 type Daemon[C Config] struct {
 	// Use, Short and Long are the root command's name and help.
@@ -46,6 +64,18 @@ type Daemon[C Config] struct {
 	// Checks, when set, lists the dependencies check-config --connect reaches with the
 	// configuration; without it --connect has nothing to check.
 	Checks func(cfg C, logger *slog.Logger) []Check
+	// DefaultConfig is the file read when --config is not given, if it exists
+	// (ConfigDir/<Use>.toml when empty). Without it, the configuration comes from the
+	// environment alone; `--config ""` asks for that explicitly.
+	DefaultConfig string
+}
+
+// defaultConfig is the file the daemon reads when --config is not given.
+func (d Daemon[C]) defaultConfig() string {
+	if d.DefaultConfig != "" {
+		return d.DefaultConfig
+	}
+	return ConfigDir + "/" + d.Use + ".toml"
 }
 
 // Command builds the daemon's root command, which loads the configuration and runs
@@ -53,14 +83,21 @@ type Daemon[C Config] struct {
 // --config flag too, for the daemon's own subcommands.
 func (d Daemon[C]) Command() (*cobra.Command, func() (C, error)) {
 	var configPath string
+	var root *cobra.Command
 	load := func() (C, error) {
-		cfg, err := d.Load(configPath, os.LookupEnv)
+		path := configPath
+		if !root.PersistentFlags().Changed("config") {
+			if _, err := os.Stat(d.defaultConfig()); err == nil {
+				path = d.defaultConfig()
+			}
+		}
+		cfg, err := d.Load(path, os.LookupEnv)
 		if err != nil {
-			return cfg, fmt.Errorf("%s\n%w", ConfigInvalid, err)
+			return cfg, &ConfigError{Err: err}
 		}
 		return cfg, nil
 	}
-	root := &cobra.Command{
+	root = &cobra.Command{
 		Use:           d.Use,
 		Short:         d.Short,
 		Long:          d.Long,
@@ -72,10 +109,15 @@ func (d Daemon[C]) Command() (*cobra.Command, func() (C, error)) {
 			if err != nil {
 				return err
 			}
-			return d.Run(cmd.Context(), cfg, slog.New(d.Log(cfg).Handler(cmd.ErrOrStderr())))
+			logger := slog.New(d.Log(cfg).Handler(cmd.ErrOrStderr()))
+			for _, w := range config.UnknownEnv(cfg, os.Environ()) {
+				logger.WarnContext(cmd.Context(), "unknown variable", "problem", w)
+			}
+			return d.Run(cmd.Context(), cfg, logger)
 		},
 	}
-	root.PersistentFlags().StringVar(&configPath, "config", "", d.ConfigUsage)
+	root.PersistentFlags().StringVar(&configPath, "config", "",
+		d.ConfigUsage+" (default "+d.defaultConfig()+" when it exists; \"\" for none)")
 	version.SetOn(root)
 	root.AddCommand(d.checkConfigCommand(load))
 	return root, load
@@ -99,6 +141,9 @@ when a check failed.`,
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), cfg.String())
+			for _, w := range config.UnknownEnv(cfg, os.Environ()) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
+			}
 			if !connect {
 				return nil
 			}
@@ -113,14 +158,23 @@ when a check failed.`,
 	return cmd
 }
 
-// Main executes root until SIGINT or SIGTERM ends its context, and exits 1 with the
-// error, prefixed by the daemon's name, when it fails.
+// Main executes root until SIGINT or SIGTERM ends its context and, when it fails,
+// prints the error prefixed by the daemon's name and exits with ExitStatus's status.
 func Main(root *cobra.Command) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, root.Name()+":", err)
-		os.Exit(1)
+		os.Exit(ExitStatus(err))
 	}
+}
+
+// ExitStatus is the exit status of a daemon that failed with err: ExitConfig when its
+// configuration did not load, 1 otherwise.
+func ExitStatus(err error) int {
+	if ce := (*ConfigError)(nil); errors.As(err, &ce) {
+		return ExitConfig
+	}
+	return 1
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -76,4 +79,64 @@ func TestInvalidConfigIsHeadedAndStopsTheDaemon(t *testing.T) {
 	require.Empty(t, ran.path)
 	_, err = load()
 	require.ErrorContains(t, err, "queue.host: required", "the returned loader is bound to --config")
+}
+
+// Without --config the daemon reads its default file when it exists; `--config ""`
+// reads none, and an explicit path wins.
+func TestDefaultConfigFile(t *testing.T) {
+	t.Parallel()
+	d, ran := setup(t)
+	d.DefaultConfig = filepath.Join(t.TempDir(), "fake.toml")
+
+	root, _ := d.Command()
+	require.NoError(t, execute(root))
+	require.Empty(t, ran.path, "no default file: the environment alone")
+
+	require.NoError(t, os.WriteFile(d.DefaultConfig, nil, 0o600))
+	root, _ = d.Command()
+	require.NoError(t, execute(root))
+	require.Equal(t, d.DefaultConfig, ran.path)
+
+	root, _ = d.Command()
+	require.NoError(t, execute(root, "--config", ""))
+	require.Empty(t, ran.path, `--config "" reads no file`)
+
+	root, _ = d.Command()
+	require.NoError(t, execute(root, "--config", "x.toml"))
+	require.Equal(t, "x.toml", ran.path)
+}
+
+func TestDefaultConfigIsUnderEtcMantis(t *testing.T) {
+	t.Parallel()
+	d, _ := setup(t)
+	root, _ := d.Command()
+	require.Contains(t, root.PersistentFlags().Lookup("config").Usage, "/etc/mantis/fake.toml")
+}
+
+// A configuration that does not load exits 78 (EX_CONFIG), which the units do not
+// restart; any other failure exits 1.
+func TestExitStatus(t *testing.T) {
+	t.Parallel()
+	d, _ := setup(t)
+	root, _ := d.Command()
+	err := execute(root, "--config", "bad")
+	require.Equal(t, cli.ExitConfig, cli.ExitStatus(err))
+	require.Equal(t, 78, cli.ExitStatus(fmt.Errorf("starting: %w", err)))
+	require.Equal(t, 1, cli.ExitStatus(errors.New("listening on :8080: address in use")))
+}
+
+// check-config names each MANTIS_ variable the configuration does not read.
+func TestCheckConfigWarnsOfUnknownVariables(t *testing.T) {
+	t.Setenv("MANTIS_DATABSE_URL", "postgres://x")
+	cmd := cli.Daemon[config.Thorax]{
+		Use:  "thorax",
+		Load: func(string, func(string) (string, bool)) (config.Thorax, error) { return config.DefaultThorax(), nil },
+		Log:  func(c config.Thorax) config.Log { return c.Log },
+	}
+	root, _ := cmd.Command()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	require.NoError(t, execute(root, "check-config", "--config", ""))
+	require.Contains(t, errOut.String(), "warning: MANTIS_DATABSE_URL is not a configuration variable of this process\n")
 }
