@@ -134,10 +134,11 @@ func connectTemporal(ctx context.Context, cfg *config.Mandible, logger *slog.Log
 }
 
 // newRegistry is the registry of Mandible's /metrics, with the Go and process
-// collectors.
+// collectors and mantis_build_info.
 func newRegistry() *prometheus.Registry {
 	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metricsserver.NewBuildInfo())
 	return registry
 }
 

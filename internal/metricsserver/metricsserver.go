@@ -1,5 +1,6 @@
 // Package metricsserver is the opt-in plain-HTTP listener of Thorax and the agent
-// ([metrics] listen): /metrics with the Prometheus Go and process collectors,
+// ([metrics] listen): /metrics with the Prometheus Go and process collectors and
+// mantis_build_info, /version with the running build,
 // /healthz, which answers 200 while the process serves, and /readyz, which
 // answers 200 only while the process's readiness check passes (Thorax registered
 // with Mandible, the agent polling or serving) and 503 naming why otherwise; and
@@ -48,8 +49,9 @@ func Listen(addr string, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("listening for metrics on %s: %w", addr, err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), NewBuildInfo())
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+VersionPath, ServeVersion)
 	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

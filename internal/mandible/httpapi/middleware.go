@@ -54,7 +54,7 @@ func methodLabel(method string) string {
 }
 
 // probeRoutes are logged at debug level: scrapers and probes call them all the time.
-var probeRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+var probeRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/version": true}
 
 type requestKey struct{}
 

@@ -28,6 +28,7 @@ func TestRoutesAnswerAsDocumented(t *testing.T) {
 		{method: "GET", path: api.DeploymentSpecSchemaPath, want: 200},
 		{method: "GET", path: "/healthz", want: 200},
 		{method: "GET", path: "/readyz", want: 200},
+		{method: "GET", path: "/version", want: 200},
 		{method: "GET", path: "/metrics", want: 200},
 		{method: "POST", path: "/api/v1/targets", token: A, body: `{"name":"web-1","mode":"poll","labels":{"role":"web"}}`, want: 200},
 		{method: "POST", path: "/api/v1/targets", token: A, body: `{"name":"db 1","mode":"listen"}`, want: 400},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/mandible/apitoken"
+	"github.com/mantis-deploy/mantis/internal/metricsserver"
 	"github.com/mantis-deploy/mantis/internal/secretenv"
 	"github.com/mantis-deploy/mantis/internal/telemetry"
 	"github.com/mantis-deploy/mantis/workflows"
@@ -94,6 +95,7 @@ func New(opts Options) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthHandler)
+	mux.HandleFunc("GET "+metricsserver.VersionPath, metricsserver.ServeVersion)
 	mux.HandleFunc("GET /readyz", newReadiness(opts.Checks).handler)
 	if opts.Registry != nil {
 		// A gauge read at scrape time that fails (the broker or the database
