@@ -41,7 +41,7 @@ var evidence = []struct {
 	msg string
 }{
 	{regexp.MustCompile(`\b(19|20)\d\d-[01]\d-[0-3]\d\b`), "a date: measurements go in bench/results/"},
-	{regexp.MustCompile(`(?i)\bload ?av(era)?ge?s?\b|\bloadavg\b`), "a load average: measurements go in bench/results/"},
+	{regexp.MustCompile(`(?i)\bload(\s*av(era)?ge?s?)?\s*(was|of|at|is|:|=)?\s*\d+\.\d+|\bloadavg\b`), "a load average: measurements go in bench/results/"},
 	{regexp.MustCompile(`(?i)\bseed(s|'s)?\b`), `"seed": name the product's own terms`},
 	{regexp.MustCompile(`(?i)\bnot kept\b`), `"not kept": describe what is, not what was tried`},
 }
