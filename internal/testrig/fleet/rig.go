@@ -9,6 +9,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -126,9 +127,43 @@ func New(t testing.TB, opts Options) *Rig {
 		if err != nil {
 			t.Fatalf("fleet rig: host %s: %v", name, err)
 		}
+		if err := h.checkView(); err != nil {
+			t.Fatalf("fleet rig: host %s: %v", name, err)
+		}
 		r.hosts = append(r.hosts, h)
 	}
 	return r
+}
+
+// checkView proves the host sees its own /etc entries (ip netns exec binds
+// /etc/netns/<namespace>/<entry> over /etc/<entry>) and private directories: a file
+// the rig puts in each is there inside, and the host name is the host's.
+func (h *Host) checkView() error {
+	script := `test "$(hostname)" = "$1" || { echo "host name $(hostname)"; exit 1; }; shift
+for f; do test -e "$f" || { echo "$f not seen"; exit 1; }; done`
+	args := []string{"-c", script, "sh", h.name}
+	var probes []string
+	for _, dir := range append(etcPaths(h.etc), bindTargets(h.binds)...) {
+		probe := filepath.Join(dir, ".fleet-probe")
+		if err := os.WriteFile(h.Path(probe), nil, 0o600); err != nil {
+			return err
+		}
+		probes = append(probes, h.Path(probe))
+		args = append(args, probe)
+	}
+	_, err := h.Exec(context.Background(), "sh", args...)
+	for _, p := range probes {
+		_ = os.Remove(p)
+	}
+	return err
+}
+
+func bindTargets(binds []bind) []string {
+	var out []string
+	for _, b := range binds {
+		out = append(out, b.to)
+	}
+	return out
 }
 
 func etcPaths(entries []string) []string {
@@ -149,6 +184,26 @@ func (r *Rig) mountPoint(path string) {
 		r.t.Fatalf("fleet rig: mount point %s: %v", path, err)
 	}
 	r.made = append(r.made, path)
+	// A sweep after a run that died before its cleanup removes them from this list.
+	if err := os.WriteFile(filepath.Join(r.dir, madeFile), []byte(strings.Join(r.made, "\n")+"\n"), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// madeFile, in a rig's directory, lists the directories outside it the rig made.
+const madeFile = "made"
+
+// removeMade removes the directories of list, last first, when empty.
+func removeMade(list []string) error {
+	var errs []error
+	for i := len(list) - 1; i >= 0; i-- {
+		// Another live rig may still use it: then it stays.
+		if err := os.Remove(list[i]); err != nil && !errors.Is(err, os.ErrNotExist) &&
+			!errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EBUSY) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Dir is the rig's own directory, removed at the end (mode 0755).
@@ -230,28 +285,30 @@ func (r *Rig) cleanup() {
 		errs = append(errs, removeNetns(h.ns))
 	}
 	errs = append(errs, removeNetns(r.switchNS()))
-	for i := len(r.made) - 1; i >= 0; i-- {
-		// Another live rig may still use it: then it stays.
-		if err := os.Remove(r.made[i]); err != nil && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EBUSY) {
-			errs = append(errs, err)
-		}
-	}
-	errs = append(errs, os.RemoveAll(r.dir))
+	errs = append(errs, removeMade(r.made), os.RemoveAll(r.dir))
 	if err := errors.Join(errs...); err != nil {
 		r.t.Errorf("fleet rig cleanup: %v", err)
 	}
 }
 
+// removeNetns kills what still runs in the namespace (a dead run's servers, say),
+// then deletes it and its /etc/netns directory.
 func removeNetns(ns string) error {
 	var err error
 	if _, statErr := os.Stat(filepath.Join("/run/netns", ns)); statErr == nil {
+		out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+		for _, f := range strings.Fields(string(out)) {
+			if pid, convErr := strconv.Atoi(f); convErr == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 		err = run([][]string{{"ip", "netns", "del", ns}})
 	}
 	return errors.Join(err, os.RemoveAll(filepath.Join("/etc/netns", ns)))
 }
 
-// Sweep removes the namespaces, /etc/netns directories and temporary directories
-// of rigs whose process is gone.
+// Sweep removes the namespaces (and what runs in them), /etc/netns directories,
+// temporary directories and mount points of rigs whose process is gone.
 func Sweep(t testing.TB) {
 	t.Helper()
 	var stale []string
@@ -270,9 +327,16 @@ func Sweep(t testing.TB) {
 	}
 	tmp, _ := os.ReadDir(os.TempDir())
 	for _, e := range tmp {
-		if deadRun(e.Name()) {
-			_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
+		if !deadRun(e.Name()) {
+			continue
 		}
+		dir := filepath.Join(os.TempDir(), e.Name())
+		if made, err := os.ReadFile(filepath.Join(dir, madeFile)); err == nil {
+			if err := removeMade(strings.Fields(string(made))); err != nil {
+				t.Logf("fleet rig: sweeping %s: %v", dir, err)
+			}
+		}
+		_ = os.RemoveAll(dir)
 	}
 }
 

@@ -197,8 +197,13 @@ func (r *runner) block(ctx context.Context, b fleet.Block, h *fleet.Host) {
 	}
 }
 
-// dumpLogs prints the tail of every unit's log.
+// dumpLogs prints the tail of the dev stack's log and of every unit's.
 func (r *runner) dumpLogs() {
+	stack := filepath.Join(r.rig.Host(control).Root(), "logs", "dev-stack.log")
+	if b, err := os.ReadFile(stack); err == nil {
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		r.t.Logf("--- dev stack\n%s", strings.Join(lines[max(0, len(lines)-20):], "\n"))
+	}
 	for _, p := range r.procs {
 		r.t.Logf("--- %s (%s)\n%s", p.Name, p.LogPath, p.Tail(40))
 	}
