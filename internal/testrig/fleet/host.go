@@ -22,6 +22,7 @@ type Host struct {
 	ns    string
 	addr  netip.Addr
 	root  string
+	port  string
 	etc   []string
 	binds []bind
 }
@@ -36,6 +37,10 @@ func (h *Host) Namespace() string { return h.ns }
 
 // Addr is the host's address on the rig's bridge.
 func (h *Host) Addr() netip.Addr { return h.addr }
+
+// Port is the host's link on the rig's bridge, in SwitchNamespace: taking it down
+// (ip -n SWITCH link set PORT down) cuts the host off, as a partition would.
+func (h *Host) Port() string { return h.port }
 
 // Root is the host's directory on the machine: logs/ holds the output of what
 // Start ran.

@@ -225,6 +225,10 @@ func (r *Rig) Host(name string) *Host {
 // switchNS is the namespace holding the bridge.
 func (r *Rig) switchNS() string { return r.id + "-sw" }
 
+// SwitchNamespace is the network namespace holding the bridge (br0) and each host's
+// Port.
+func (r *Rig) SwitchNamespace() string { return r.switchNS() }
+
 func (r *Rig) bridge() error {
 	sw := r.switchNS()
 	return run([][]string{
@@ -241,6 +245,7 @@ func (r *Rig) addHost(name string, i int, opts Options) (*Host, error) {
 	}
 	h := &Host{rig: r, name: name, ns: r.id + "-" + name, addr: addr, root: filepath.Join(r.dir, name)}
 	sw, port := r.switchNS(), "p"+strconv.Itoa(i)
+	h.port = port
 	err := run([][]string{
 		{"ip", "netns", "add", h.ns},
 		{"ip", "-n", h.ns, "link", "set", "lo", "up"},
