@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -286,14 +287,28 @@ func run(cmds [][]string) error {
 // directories, the mount points the rig made and its directory.
 func (r *Rig) cleanup() {
 	var errs []error
-	for _, h := range r.hosts {
-		errs = append(errs, removeNetns(h.ns))
+	// By name rather than r.hosts: a host whose set-up failed half-way goes too.
+	for _, ns := range r.namespaces() {
+		errs = append(errs, removeNetns(ns))
 	}
-	errs = append(errs, removeNetns(r.switchNS()))
 	errs = append(errs, removeMade(r.made), os.RemoveAll(r.dir))
 	if err := errors.Join(errs...); err != nil {
 		r.t.Errorf("fleet rig cleanup: %v", err)
 	}
+}
+
+// namespaces are the names in /run/netns and /etc/netns of this rig.
+func (r *Rig) namespaces() []string {
+	var out []string
+	for _, dir := range []string{"/run/netns", "/etc/netns"} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), r.id+"-") && !slices.Contains(out, e.Name()) {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
 }
 
 // removeNetns kills what still runs in the namespace (a dead run's servers, say),
