@@ -19,23 +19,32 @@ const (
 
 // Agent is the configuration of the agent on one target host.
 type Agent struct {
-	// Name identifies the target; required.
+	// Name is the name of the target this agent runs commands for, which its
+	// certificate carries; required, it matches `[A-Za-z0-9._-]{1,64}`.
 	Name string `toml:"name"`
-	// Mode is ModePoll or ModeListen; required.
+	// Mode is "poll" (the agent calls its Thorax) or "listen" (its Thorax calls
+	// the agent); required.
 	Mode string `toml:"mode"`
 	// Labels are free key/value pairs reported when the agent registers.
 	Labels map[string]string `toml:"labels"`
-	Log    Log               `toml:"log"`
-	// Thorax is the server a poll-mode agent calls.
+	// Log is the process's log output, on standard error.
+	Log Log `toml:"log"`
+	// Thorax is the server a poll-mode agent calls, with mutual TLS; the
+	// agent's client certificate names its target. Checked in poll mode only.
 	Thorax Endpoint `toml:"thorax"`
-	// Listen is the server a listen-mode agent serves for Thorax.
+	// Listen is the server a listen-mode agent serves for Thorax, with mutual
+	// TLS. Checked in listen mode only.
 	Listen AgentListen `toml:"listen"`
-	Exec   Exec        `toml:"exec"`
-	// Journal is where the agent records its runs.
+	// Exec bounds the commands the agent runs.
+	Exec Exec `toml:"exec"`
+	// Journal is the run journal: one small file per dispatch request, so that a
+	// request runs at most once on the host across restarts and a result not yet
+	// acknowledged is reported after one.
 	Journal AgentJournal `toml:"journal"`
-	// Metrics is the opt-in /metrics and /healthz listener.
+	// Metrics is the opt-in plain-HTTP listener of /metrics, /healthz and /readyz.
 	Metrics Metrics `toml:"metrics"`
-	Tracing Tracing `toml:"tracing"` // OpenTelemetry spans; off while tracing.endpoint is empty
+	// Tracing sends OpenTelemetry spans; off while tracing.endpoint is empty.
+	Tracing Tracing `toml:"tracing"`
 }
 
 // AgentJournal is the agent's run journal: a directory of small files that
@@ -44,9 +53,10 @@ type Agent struct {
 // not yet acknowledged by Thorax is reported after a restart. It holds no
 // command text and no environment.
 type AgentJournal struct {
-	// Dir is the journal's directory, absolute; empty means the default,
-	// <state>/<name>/journal (see Agent.JournalDir). Each agent on a host
-	// needs its own.
+	// Dir is the journal's directory, absolute; each agent on a host needs its
+	// own. Empty means $STATE_DIRECTORY/<name>/journal under systemd, else
+	// /var/lib/mantis/agent/<name>/journal as root, else
+	// $XDG_STATE_HOME/mantis/agent/<name>/journal (~/.local/state when unset).
 	Dir string `toml:"dir"`
 }
 
@@ -109,11 +119,12 @@ type AgentListen struct {
 
 // Exec bounds the commands the agent runs.
 type Exec struct {
+	// MaxConcurrent is the most commands run at once.
 	MaxConcurrent int `toml:"max_concurrent"`
 	// DefaultTimeout applies to commands that carry none.
 	DefaultTimeout Duration `toml:"default_timeout"`
-	// OutputLimitBytes caps the output kept per command, at most
-	// MaxOutputLimitBytes.
+	// OutputLimitBytes caps the output kept per command (its end), at most
+	// 1048576 (MaxOutputLimitBytes, what Mandible keeps).
 	OutputLimitBytes int `toml:"output_limit_bytes"`
 	// Shell runs each command as Shell -c command.
 	Shell string `toml:"shell"`

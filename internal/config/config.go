@@ -54,9 +54,9 @@ func (d Duration) MarshalText() ([]byte, error) {
 
 // Log configures the process's slog handler.
 type Log struct {
-	// Level is one of debug, info, warn, error.
+	// Level is the lowest level logged: debug, info, warn or error.
 	Level string `toml:"level"`
-	// Format is text or json.
+	// Format is text (key=value pairs) or json (one JSON object a line).
 	Format string `toml:"format"`
 }
 
@@ -91,11 +91,14 @@ func (l Log) validate(p *problems) {
 // TLS names the certificate files of one network link. All three paths are
 // required unless Insecure is set.
 type TLS struct {
-	// CACertPath is the CA that signs the peer's certificate.
+	// CACertPath is the CA certificate (PEM) that signs the peer's certificate;
+	// required unless Insecure is set.
 	CACertPath string `toml:"ca_cert_path"`
-	// CertPath and KeyPath are this process's own certificate pair.
+	// CertPath is this process's own certificate (PEM), presented to the peer;
+	// required unless Insecure is set.
 	CertPath string `toml:"cert_path"`
-	KeyPath  string `toml:"key_path"`
+	// KeyPath is the private key (PEM) of CertPath; required unless Insecure is set.
+	KeyPath string `toml:"key_path"`
 	// Insecure is the explicit development switch for plaintext: no
 	// certificates are loaded and none are required, so the link has no
 	// identities. It is refused unless the link's address is loopback, or
@@ -121,7 +124,7 @@ func (t TLS) validate(p *problems, section string) {
 
 // Listener is a server socket and the TLS it serves with.
 type Listener struct {
-	// Listen is the host:port to listen on.
+	// Listen is the host:port the server listens on.
 	Listen string `toml:"listen"`
 	TLS
 }
@@ -134,30 +137,40 @@ func (l Listener) validate(p *problems, section string) {
 
 // Endpoint is an address to dial or to listen on, with its TLS.
 type Endpoint struct {
-	// Address is host:port.
+	// Address is the host:port to call, or for a listen-mode agent the host:port
+	// to listen on.
 	Address string `toml:"address"`
 	TLS
 }
 
-// Queue is the RabbitMQ connection: the [queue] keys of the seed, the same
-// in mandible.toml and thorax.toml. The broker speaks only amqps.
+// Queue is the RabbitMQ connection: the [queue] keys, the same in
+// mandible.toml and thorax.toml. The broker speaks only amqps.
 type Queue struct {
 	// Enabled turns the broker on. When false the process runs without
 	// RabbitMQ (Thorax then polls Mandible for work).
-	Enabled  bool   `toml:"enabled"`
-	Host     string `toml:"host"`
-	Port     int    `toml:"port"`
+	Enabled bool `toml:"enabled"`
+	// Host is the broker's host name or address; required when enabled.
+	Host string `toml:"host"`
+	// Port is the broker's AMQPS port: the broker is reached over TLS only.
+	Port int `toml:"port"`
+	// Username is the broker user; required when enabled.
 	Username string `toml:"username"`
+	// Password is the broker user's password; required when enabled.
 	Password string `toml:"password" secret:"true"`
 	// PasswordFile is a file holding Password (a mounted Secret).
 	PasswordFile string `toml:"password_file" secretfile:"password"`
-	VHost        string `toml:"vhost"`
-	// CACertPath is mandatory when the queue is enabled.
+	// VHost is the virtual host of Mantis's exchanges and queues. The broker's
+	// own "/" gives Mantis's users no permissions.
+	VHost string `toml:"vhost"`
+	// CACertPath is the CA that signs the broker's certificate; mandatory when
+	// the queue is enabled.
 	CACertPath string `toml:"ca_cert_path"`
-	// ClientCertPath and ClientKeyPath are set together or not at all; the
-	// shipped broker sets fail_if_no_peer_cert, so it needs both.
+	// ClientCertPath is the client certificate presented to the broker, set
+	// together with ClientKeyPath or not at all; the shipped broker sets
+	// fail_if_no_peer_cert, so it needs both.
 	ClientCertPath string `toml:"client_cert_path"`
-	ClientKeyPath  string `toml:"client_key_path"`
+	// ClientKeyPath is the private key of ClientCertPath.
+	ClientKeyPath string `toml:"client_key_path"`
 }
 
 func defaultQueue() Queue { return Queue{Port: 5671, VHost: "/mantis"} }
@@ -202,7 +215,9 @@ func (q Queue) validate(p *problems) {
 // consumer prefetch.
 type ThoraxQueue struct {
 	Queue
-	// PrefetchCount is the number of unacknowledged messages per consumer.
+	// PrefetchCount is the number of unacknowledged messages per consumer, 1 to
+	// 65535. Lower-priority messages wait in Thorax's buffers while higher ones
+	// run, so keep it small.
 	PrefetchCount int `toml:"prefetch_count"`
 }
 

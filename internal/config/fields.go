@@ -20,6 +20,10 @@ type field struct {
 	path  []string // TOML key parts, e.g. {"queue", "ca_cert_path"}
 	value reflect.Value
 	tag   reflect.StructTag
+	// owner and name are the struct type declaring the field and the field's Go
+	// name, where its doc comment is (Keys).
+	owner reflect.Type
+	name  string
 }
 
 func (f field) key() string { return strings.Join(f.path, ".") }
@@ -55,7 +59,7 @@ func walk(v reflect.Value, prefix []string, out *[]field) {
 			walk(f.value, path, out)
 			continue
 		}
-		*out = append(*out, field{path: path, value: f.value, tag: f.sf.Tag})
+		*out = append(*out, field{path: path, value: f.value, tag: f.sf.Tag, owner: v.Type(), name: f.sf.Name})
 	}
 }
 

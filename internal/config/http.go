@@ -8,24 +8,31 @@ import (
 
 // HTTP is the JSON API and SSE server.
 type HTTP struct {
+	// Listen is the host:port the server listens on. Without CertPath and
+	// KeyPath, plain HTTP is accepted only on a loopback address, unless
+	// AllowPlaintext is set.
 	Listen string `toml:"listen"`
-	// CertPath and KeyPath are the server's TLS pair; with both set the API is
-	// served over HTTPS only.
+	// CertPath is the server's TLS certificate, set together with KeyPath; with
+	// both set the API is served over HTTPS only.
 	CertPath string `toml:"cert_path"`
-	KeyPath  string `toml:"key_path"`
+	// KeyPath is the private key of CertPath.
+	KeyPath string `toml:"key_path"`
 	// AllowPlaintext permits plain HTTP on a listen address that is not loopback.
 	// Unsafe: bearer tokens and everything the API returns cross the network in
 	// clear. Plain HTTP on loopback needs no switch.
 	AllowPlaintext bool `toml:"allow_plaintext"`
 	// TokenFile holds the accepted tokens as {name, scope, sha256} entries (TOML or
-	// JSON); Mandible re-reads it on SIGHUP.
+	// JSON; `mantisctl token create` prints one); Mandible re-reads it on SIGHUP.
+	// Required, unless the deprecated tokens list is set.
 	TokenFile string `toml:"token_file"`
-	// Tokens are the deprecated flat list of bearer tokens, each accepted with the
-	// admin scope. Use TokenFile instead.
+	// Tokens is the deprecated flat list of bearer tokens (at least 16 characters
+	// each), each accepted with the admin scope; Mandible warns at start. Use
+	// TokenFile instead.
 	Tokens []string `toml:"tokens" secret:"true"`
 	// TokensFile is a file holding Tokens, one a line.
-	TokensFile   string `toml:"tokens_file" secretfile:"tokens"`
-	MaxBodyBytes int64  `toml:"max_body_bytes"`
+	TokensFile string `toml:"tokens_file" secretfile:"tokens"`
+	// MaxBodyBytes is the largest request body the API reads, in bytes.
+	MaxBodyBytes int64 `toml:"max_body_bytes"`
 	// MaxCodecBodyBytes bounds a body of the payload codec endpoint (/codec/decode,
 	// /codec/encode), which carries whole payloads: Temporal refuses one past 2 MiB
 	// by default, and a call carries a few, base64 inside JSON.

@@ -13,24 +13,41 @@ import (
 // Mandible is the configuration of the control plane (mandible.toml).
 type Mandible struct {
 	// ReplicaID names this replica in claims (claimed_by), its dispatcher
-	// workflow and its task queue; unique per running replica.
-	ReplicaID string   `toml:"replica_id"`
-	Log       Log      `toml:"log"`
-	Database  Database `toml:"database"`
-	Temporal  Temporal `toml:"temporal"`
-	HTTP      HTTP     `toml:"http"`
+	// workflow and its task queue; unique among running replicas, it matches
+	// `[A-Za-z0-9._-]{1,64}`.
+	ReplicaID string `toml:"replica_id"`
+	// Log is the process's log output, on standard error.
+	Log Log `toml:"log"`
+	// Database is Mandible's PostgreSQL, which it owns alone.
+	Database Database `toml:"database"`
+	// Temporal is the Temporal frontend Mandible's workers and client use, and
+	// the payload codec's keys.
+	Temporal Temporal `toml:"temporal"`
+	// HTTP is the server of the JSON API, the event streams (/sse), the console,
+	// /healthz, /readyz and /metrics.
+	HTTP HTTP `toml:"http"`
 	// SSE bounds the event streams served under /sse.
 	SSE SSE `toml:"sse"`
-	// GRPC is the server Thorax instances connect to.
-	GRPC     Listener     `toml:"grpc"`
-	Queue    Queue        `toml:"queue"`
-	Dispatch Dispatch     `toml:"dispatch"`
-	Thorax   ThoraxHealth `toml:"thorax"`
-	Analysis Analysis     `toml:"analysis"`
-	Secrets  Secrets      `toml:"secrets"`
-	Tracing  Tracing      `toml:"tracing"` // OpenTelemetry spans; off while tracing.endpoint is empty
-	// Output bounds the live output of commands; Retention prunes it and the event log.
-	Output    Output    `toml:"output"`
+	// GRPC is the server Thorax instances call, with mutual TLS.
+	GRPC Listener `toml:"grpc"`
+	// Queue is the RabbitMQ broker, which carries the nudges that tell Thorax
+	// a command waits. Mandible declares the exchanges and queues.
+	Queue Queue `toml:"queue"`
+	// Dispatch tunes the claim loop over pending dispatch requests.
+	Dispatch Dispatch `toml:"dispatch"`
+	// Thorax is how Mandible judges Thorax instances, and which targets each
+	// Thorax certificate may serve.
+	Thorax ThoraxHealth `toml:"thorax"`
+	// Analysis is the model that explains failed commands; off while
+	// analysis.model_url is empty.
+	Analysis Analysis `toml:"analysis"`
+	// Secrets is where the file: references of a step's env_secret resolve.
+	Secrets Secrets `toml:"secrets"`
+	// Tracing sends OpenTelemetry spans; off while tracing.endpoint is empty.
+	Tracing Tracing `toml:"tracing"`
+	// Output bounds the live output of commands Mandible stores.
+	Output Output `toml:"output"`
+	// Retention prunes the event log and the live output.
 	Retention Retention `toml:"retention"`
 	// Debug serves Go profiles when debug.pprof_listen is set.
 	Debug Debug `toml:"debug"`
@@ -38,9 +55,10 @@ type Mandible struct {
 
 // Database is Mandible's PostgreSQL connection.
 type Database struct {
-	// URL is a postgres:// or postgresql:// connection URL. It may lead to a
-	// connection pooler (PgBouncer in transaction mode): what needs a session of its
-	// own uses DirectURL.
+	// URL is a postgres:// or postgresql:// connection URL; required. It may lead
+	// to a connection pooler (PgBouncer in transaction mode): what needs a session
+	// of its own uses DirectURL. The plain DATABASE_URL variable is read too, but
+	// only when neither the file nor MANTIS_DATABASE_URL sets the key.
 	URL string `toml:"url" secret:"url"`
 	// URLFile is a file holding URL (a mounted Secret); set one of the two.
 	URLFile string `toml:"url_file" secretfile:"url"`
@@ -50,12 +68,15 @@ type Database struct {
 	DirectURL string `toml:"direct_url" secret:"url"`
 	// DirectURLFile is a file holding DirectURL.
 	DirectURLFile string `toml:"direct_url_file" secretfile:"direct_url"`
-	// QueryExecMode is how pgx sends queries over URL (pgx's default_query_exec_mode):
-	// QueryExecModeAuto picks cache_statement against PostgreSQL itself and
-	// cache_describe when DirectURL differs from URL, which a transaction pooler needs
-	// (it cannot keep a session's prepared statements).
+	// QueryExecMode is how pgx sends queries over the pooled connections (pgx's
+	// default_query_exec_mode): auto, cache_statement, cache_describe,
+	// describe_exec, exec or simple_protocol. Auto picks cache_statement against
+	// PostgreSQL itself and cache_describe when DirectURL differs from the URL,
+	// which a transaction pooler needs (it cannot keep a session's prepared
+	// statements).
 	QueryExecMode string `toml:"query_exec_mode"`
-	MaxConns      int    `toml:"max_conns"`
+	// MaxConns is the size of the connection pool.
+	MaxConns int `toml:"max_conns"`
 }
 
 // Query execution modes of database.query_exec_mode: QueryExecModeAuto, or one of
@@ -115,23 +136,27 @@ func (d Database) LogValue() slog.Value { return logValue(d) }
 
 // Dispatch tunes the claim loop over pending_dispatch_requests.
 type Dispatch struct {
-	// PollInterval is the fallback tick; a new request wakes replicas at once.
+	// PollInterval is the fallback claim tick; a new request wakes the replicas
+	// at once.
 	PollInterval Duration `toml:"poll_interval"`
 	// ProcessingTimeout is how long a claimed row may stay in processing
-	// without a live holder before it is reclaimed.
+	// without a live holder before it is reclaimed. A replica silent for half of
+	// it is gone, and its dispatcher workflow is terminated.
 	ProcessingTimeout Duration `toml:"processing_timeout"`
 	// DeliveryTimeout is how long a written command may wait for a Thorax to
 	// claim it; past it the delivery counts as failed and the request is
 	// retried (attempts + 1, with backoff).
 	DeliveryTimeout Duration `toml:"delivery_timeout"`
-	// BatchSize is the most rows one claim takes.
+	// BatchSize is the most rows one claim takes, 1 to 10000: Temporal costs per
+	// batch, so batches are large.
 	BatchSize int `toml:"batch_size"`
 }
 
 // ThoraxHealth is how Mandible judges Thorax instances.
 type ThoraxHealth struct {
-	// HeartbeatTimeout is the silence after which an instance is dead and
-	// its targets are reassigned.
+	// HeartbeatTimeout is the silence after which a Thorax instance is dead: its
+	// targets are reassigned and their in-flight deployments marked failed. No
+	// instance is declared dead within this long of Mandible's start or recovery.
 	HeartbeatTimeout Duration `toml:"heartbeat_timeout"`
 	// ResultGrace is how long past its timeout a running command may go without a
 	// result before Mandible fails it ("no result within timeout + grace").
@@ -139,9 +164,11 @@ type ThoraxHealth struct {
 	// Scopes names, per Thorax certificate name, the targets that certificate may
 	// serve: selectors separated by spaces, each a target name pattern (* and ?) or
 	// label=value (a label an admin set, never one an agent reports). A certificate
-	// listed serves only the targets some selector matches; see ScopeOf.
+	// listed serves only the targets some selector matches; keep the same scopes on
+	// every replica.
 	Scopes map[string]string `toml:"scopes"`
-	// ScopedOnly makes a certificate that Scopes does not list serve no target.
+	// ScopedOnly makes a certificate that thorax.scopes does not list serve no
+	// target.
 	ScopedOnly bool `toml:"scoped_only"`
 }
 
@@ -204,12 +231,17 @@ func (t ThoraxHealth) validate(p *problems) {
 
 // Analysis is the model that explains failures; off when ModelURL is empty.
 type Analysis struct {
+	// ModelURL is the http:// or https:// endpoint of the model; analysis is off
+	// while it is empty.
 	ModelURL string `toml:"model_url"`
+	// ModelKey is the API key sent to the model.
 	ModelKey string `toml:"model_key" secret:"true"`
 	// ModelKeyFile is a file holding ModelKey.
-	ModelKeyFile string   `toml:"model_key_file" secretfile:"model_key"`
-	Model        string   `toml:"model"`
-	Timeout      Duration `toml:"timeout"`
+	ModelKeyFile string `toml:"model_key_file" secretfile:"model_key"`
+	// Model is the model's name; required when ModelURL is set.
+	Model string `toml:"model"`
+	// Timeout bounds one analysis request.
+	Timeout Duration `toml:"timeout"`
 }
 
 // Enabled reports whether failure analysis is configured.

@@ -10,7 +10,9 @@ import (
 // (TLS, a client certificate, an API key, or a profile of the Temporal client
 // configuration file the temporal CLI shares) and the payload codec's keys.
 type Temporal struct {
-	Address   string `toml:"address"`
+	// Address is the Temporal frontend, host:port.
+	Address string `toml:"address"`
+	// Namespace is the Temporal namespace of Mantis's workflows.
 	Namespace string `toml:"namespace"`
 	// UIURL, when set, is the Temporal Web UI that deployment answers link to. Its
 	// origin is the only one the codec endpoint's CORS admits.
@@ -20,10 +22,10 @@ type Temporal struct {
 	DeploymentTaskQueue string `toml:"deployment_task_queue"`
 
 	// SearchAttributes says what Mandible does at start with the custom search
-	// attributes it needs: SearchAttributesRegister (the default) adds the missing ones
-	// through the operator API and waits until the namespace accepts them;
-	// SearchAttributesCheck only checks that they exist, for a role without the
-	// operator API or Temporal Cloud, and stops start-up naming the commands that add them.
+	// attributes it needs: "register" (the default) adds the missing ones through
+	// the operator API and waits until the namespace accepts them; "check" only
+	// checks that they exist, for a role without the operator API or Temporal
+	// Cloud, and stops start-up naming the commands that add them.
 	SearchAttributes string `toml:"search_attributes"`
 	// SearchAttributesWait bounds the wait for a namespace to accept attributes just
 	// registered (a real cluster's namespace cache takes up to ~10 s); default 60 s.
@@ -31,8 +33,8 @@ type Temporal struct {
 
 	// Profile, when set, takes the connection (address, namespace, TLS, API key) from
 	// that profile of the Temporal client configuration file, with the TEMPORAL_*
-	// environment variables applied as the temporal CLI does; the keys below that
-	// describe the connection must then stay empty.
+	// environment variables applied as the temporal CLI does; the connection keys
+	// (ca_cert_path, cert_path, key_path, server_name, api_key) must then stay empty.
 	Profile string `toml:"profile"`
 	// ConfigFile is the Temporal client configuration file; empty means the CLI's
 	// default ($XDG_CONFIG_HOME/temporalio/temporal.toml).
@@ -42,9 +44,10 @@ type Temporal struct {
 	TLS bool `toml:"tls"`
 	// CACertPath is the CA that signs the frontend's certificate.
 	CACertPath string `toml:"ca_cert_path"`
-	// CertPath and KeyPath are the client pair for mutual TLS, set together.
+	// CertPath is the client certificate for mutual TLS, set together with KeyPath.
 	CertPath string `toml:"cert_path"`
-	KeyPath  string `toml:"key_path"`
+	// KeyPath is the private key of CertPath.
+	KeyPath string `toml:"key_path"`
 	// ServerName is the name the frontend's certificate must carry, when it is not
 	// the address's host.
 	ServerName string `toml:"server_name"`
@@ -56,10 +59,12 @@ type Temporal struct {
 	// CodecKeyFile is the payload codec's keyring: "<key id> <base64 key>" lines, the
 	// first current. Empty (with CodecKeysDir empty) leaves payloads unencrypted.
 	CodecKeyFile string `toml:"codec_key_file"`
-	// CodecKeysDir holds one "<key id>.key" file per key instead; CodecKeyID names the
-	// current one (required when there are several).
+	// CodecKeysDir holds one "<key id>.key" file per key (base64), instead of
+	// CodecKeyFile.
 	CodecKeysDir string `toml:"codec_keys_dir"`
-	CodecKeyID   string `toml:"codec_key_id"`
+	// CodecKeyID names the current key of CodecKeysDir; required when it holds
+	// several.
+	CodecKeyID string `toml:"codec_key_id"`
 }
 
 // Bounds of temporal.search_attributes_wait: the default covers a real cluster's

@@ -8,21 +8,31 @@ import (
 // Thorax is the configuration of an execution-tier instance (thorax.toml).
 type Thorax struct {
 	// Name is this instance's configured name, shown in logs and sent when
-	// registering; Mandible issues the instance id.
+	// registering (Mandible issues the instance id); it matches
+	// `[A-Za-z0-9._-]{1,64}`.
 	Name string `toml:"name"`
-	Log  Log    `toml:"log"`
-	// Mandible is the gRPC server to call: a client link.
-	Mandible  Endpoint    `toml:"mandible"`
-	Queue     ThoraxQueue `toml:"queue"`
-	Polling   Polling     `toml:"polling"`
-	Heartbeat Heartbeat   `toml:"heartbeat"`
+	// Log is the process's log output, on standard error.
+	Log Log `toml:"log"`
+	// Mandible is Mandible's gRPC server, which Thorax calls with mutual TLS.
+	Mandible Endpoint `toml:"mandible"`
+	// Queue is the RabbitMQ broker. When enabled, Thorax consumes the three
+	// priority queues Mandible declares, with manual acknowledgement, and claims
+	// each nudged command at once; its user needs only read permission.
+	Queue ThoraxQueue `toml:"queue"`
+	// Polling is how often Thorax asks Mandible for pending commands.
+	Polling Polling `toml:"polling"`
+	// Heartbeat is how often Thorax tells Mandible it is alive.
+	Heartbeat Heartbeat `toml:"heartbeat"`
 	// Agents is the agent link: the server poll-mode agents connect to, and
 	// the TLS Thorax also dials listen-mode agents with.
 	Agents ThoraxAgents `toml:"agents"`
-	Drain  Drain        `toml:"drain"`
-	// Metrics is the opt-in /metrics and /healthz listener.
+	// Drain bounds the graceful stop on SIGTERM: Thorax stops claiming, hands back
+	// to Mandible the commands no agent took, then waits for the rest.
+	Drain Drain `toml:"drain"`
+	// Metrics is the opt-in plain-HTTP listener of /metrics, /healthz and /readyz.
 	Metrics Metrics `toml:"metrics"`
-	Tracing Tracing `toml:"tracing"` // OpenTelemetry spans; off while tracing.endpoint is empty
+	// Tracing sends OpenTelemetry spans; off while tracing.endpoint is empty.
+	Tracing Tracing `toml:"tracing"`
 }
 
 // ThoraxAgents is the agent link in both directions. Poll-mode agents call
@@ -69,6 +79,8 @@ type Polling struct {
 
 // Heartbeat is how often Thorax tells Mandible it is alive.
 type Heartbeat struct {
+	// Interval is how often Thorax sends its heartbeat; keep it well below
+	// Mandible's thorax.heartbeat_timeout.
 	Interval Duration `toml:"interval"`
 }
 
