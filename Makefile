@@ -223,7 +223,7 @@ proto: ## Regenerate the gRPC code from proto/ (needs protoc).
 
 COMMITLINT_BASE ?= cf4e44d74cf74cec6da0d3f00ad82a85f2a5e707
 .PHONY: lint
-lint: sqlc-check ## go vet, staticcheck, workflowcheck, the layout rules (codelint), the docs' rules (doclint), generated code up to date.
+lint: sqlc-check docs-check ## go vet, staticcheck, workflowcheck, the layout rules (codelint), the docs' rules (doclint), generated queries and references up to date.
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
@@ -244,6 +244,24 @@ sqlc: $(SQLC) ## Regenerate schema/internal/dbsqlc from schema/queries/*.sql (sq
 .PHONY: sqlc-check
 sqlc-check: $(SQLC) ## Fail when the generated query code is out of date with schema/queries.
 	cd schema && $(SQLC) diff
+
+# The references generated from the code (tools/docgen): docs/reference/*.md (the
+# configuration of each daemon, mantisctl, the metrics, the HTTP API) and the sample
+# configurations deploy/*.toml. docs-check writes them into a temporary directory and
+# fails with the diff when the committed ones differ.
+DOCS_SAMPLES := mandible.toml thorax.toml agent-poll.toml agent-listen.toml
+.PHONY: docs
+docs: ## Regenerate docs/reference/ and the sample configurations of deploy/ from the code.
+	$(GO) run ./tools/docgen
+
+.PHONY: docs-check
+docs-check: ## Fail with a diff when docs/reference/ or deploy/*.toml differ from what the code generates.
+	@tmp=$$(mktemp -d) && $(GO) run ./tools/docgen -out $$tmp/reference -samples $$tmp/deploy && \
+		diff -ru docs/reference $$tmp/reference && \
+		for f in $(DOCS_SAMPLES); do diff -u deploy/$$f $$tmp/deploy/$$f || exit 1; done; \
+		status=$$?; rm -rf $$tmp; \
+		if [ $$status -ne 0 ]; then echo "docs-check: the generated references are out of date: run make docs"; fi; \
+		exit $$status
 
 .PHONY: codelint
 codelint: ## Layout rules: functions <= 80 lines, files <= 400 (or say why), no SQL in Go strings.

@@ -56,11 +56,23 @@ func NewMetrics(reg prometheus.Registerer, db *pgxpool.Pool) *Metrics {
 	reg.MustRegister(m.claimsWon, m.claimsLost, m.reclaimed, m.attempts, m.failures, m.expiries, m.enqueueDispatch)
 	m.deployments = newDeploymentMetrics(reg)
 	if db != nil {
-		reg.MustRegister(&depthCollector{db: db, desc: prometheus.NewDesc("mantis_dispatch_queue_depth",
-			"Dispatch requests by status and priority.", []string{"status", "priority"}, nil)})
-		reg.MustRegister(newStateCollector(db))
+		reg.MustRegister(scrapeCollectors(db)...)
 	}
 	return m
+}
+
+// scrapeCollectors are the gauges read from db at scrape time.
+func scrapeCollectors(db *pgxpool.Pool) []prometheus.Collector {
+	return []prometheus.Collector{&depthCollector{db: db, desc: prometheus.NewDesc("mantis_dispatch_queue_depth",
+		"Dispatch requests by status and priority.", []string{"status", "priority"}, nil)}, newStateCollector(db)}
+}
+
+// MetricDescriptions registers with reg every metric NewMetrics registers, the
+// gauges read from the database included, without a database: their descriptions
+// are whole, and the gauges must not be collected. tools/docgen lists them.
+func MetricDescriptions(reg prometheus.Registerer) {
+	NewMetrics(reg, nil)
+	reg.MustRegister(scrapeCollectors(nil)...)
 }
 
 func (m *Metrics) claimed(replica string, won, lost int) {
@@ -112,6 +124,9 @@ type depthCollector struct {
 }
 
 func (c *depthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// MetricType is the type of what Collect writes, which Describe cannot say.
+func (c *depthCollector) MetricType() string { return "gauge" }
 
 func (c *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

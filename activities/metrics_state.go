@@ -45,6 +45,9 @@ func newStateCollector(db *pgxpool.Pool) *stateCollector {
 	}
 }
 
+// MetricType is the type of what Collect writes, which Describe cannot say.
+func (c *stateCollector) MetricType() string { return "gauge" }
+
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.instances
 	ch <- c.nearExpiry

@@ -65,7 +65,7 @@ func serve(ctx context.Context, cfg config.Mandible, logger *slog.Logger, opts s
 		r.acts.Broker = b
 		r.checks["broker"] = b.Ping
 		r.dlq = broker.NewDLQ(cfg.Queue, "mandible "+cfg.ReplicaID+" dlq")
-		r.registry.MustRegister(newDLQCollector(r.dlq))
+		r.registry.MustRegister(httpapi.NewDLQCollector(r.dlq))
 	} else {
 		logger.WarnContext(ctx, "running without a broker ([queue] enabled = false): Thorax finds commands by polling")
 	}

@@ -14,22 +14,26 @@ import (
 
 // The exit codes of mantisctl: a contract with the scripts and CI jobs that run it.
 const (
-	// ExitOK: the command succeeded (for get, whatever the deployment's state).
+	// ExitOK: the command succeeded (get and list succeed whatever the deployment's
+	// state).
 	ExitOK = 0
 	// ExitFailed: the watched deployment failed (watch, deploy --watch, run), or any
-	// error no other code names.
+	// error no other code names (an HTTP 500).
 	ExitFailed = 1
-	// ExitUsage: a bad command line or invalid input (a spec that does not validate, an
-	// HTTP 400/413/422 answer, an id that names nothing).
+	// ExitUsage: a bad command line or invalid input: bad flags or arguments, a spec
+	// that does not validate, an unknown context, an id that names nothing, an HTTP
+	// 400/404/413/422 answer.
 	ExitUsage = 2
-	// ExitCancelled: the watched deployment was cancelled, or mantisctl was interrupted.
+	// ExitCancelled: the watched deployment was cancelled, or mantisctl was interrupted
+	// (SIGINT, SIGTERM).
 	ExitCancelled = 3
 	// ExitAuth: the API refused the token (HTTP 401 or 403).
 	ExitAuth = 4
 	// ExitUnreachable: the server could not be reached (connection refused, DNS, TLS
 	// handshake, no answer, a proxy's 502/503/504).
 	ExitUnreachable = 5
-	// ExitTimedOut: --timeout passed before the deployment ended.
+	// ExitTimedOut: the wait ended before the deployment did (watch --timeout, deploy
+	// --watch-timeout, run --watch-timeout).
 	ExitTimedOut = 6
 )
 

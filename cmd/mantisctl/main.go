@@ -95,6 +95,7 @@ func newCLI() *cli {
 	root.AddCommand(newDecisionCommands(f)...)
 	root.AddCommand(newResumeCommand(f), newRerunCommand(f))
 	root.AddCommand(newWorkflowsCommand(f))
+	root.AddCommand(referenceCommand(root))
 	c.root = root
 	return c
 }

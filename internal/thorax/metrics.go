@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mantis-deploy/mantis/internal/broker"
+	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/rpc"
 )
 
@@ -224,4 +225,12 @@ func (t *Thorax) Readiness() error {
 		return ErrNotRegistered
 	}
 	return nil
+}
+
+// MetricDescriptions registers with reg every metric an instance exports (its own,
+// the gRPC and the identity metrics), built without an instance: their descriptions
+// are whole, and the gauges read an idle instance. tools/docgen lists them.
+func MetricDescriptions(reg prometheus.Registerer) {
+	identity.NewMetrics(reg)
+	newMetrics(&Thorax{book: newBook(1)}, reg)
 }

@@ -117,12 +117,16 @@ func secretText(k key) string {
 	return strings.Join(parts, "; ")
 }
 
-// cell escapes what would end a table cell, and outside code spans the angle
-// brackets a Markdown renderer would take for HTML ("<key id>").
-func cell(s string) string {
+// cell escapes what would end a table cell, and the angle brackets escapeHTML
+// escapes.
+func cell(s string) string { return strings.ReplaceAll(escapeHTML(s), "|", `\|`) }
+
+// escapeHTML escapes, outside code spans, the angle brackets a Markdown renderer
+// would take for HTML ("<key id>").
+func escapeHTML(s string) string {
 	parts := strings.Split(s, "`")
 	for i := 0; i < len(parts); i += 2 {
 		parts[i] = strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(parts[i])
 	}
-	return strings.ReplaceAll(strings.Join(parts, "`"), "|", `\|`)
+	return strings.Join(parts, "`")
 }

@@ -65,5 +65,14 @@ func generate(root string) (map[string]string, error) {
 			}
 		}
 	}
+	if files["metrics.md"], err = metricsPage(); err != nil {
+		return nil, err
+	}
+	if files["mantisctl.md"], err = cliPage(root); err != nil {
+		return nil, err
+	}
+	if files["http-api.md"], err = httpAPIPage(root); err != nil {
+		return nil, err
+	}
 	return files, nil
 }

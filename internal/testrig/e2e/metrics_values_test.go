@@ -134,8 +134,8 @@ func requireMantisFamiliesLintClean(t *testing.T, process, text string) {
 	require.Empty(t, ours, "%s exports families promlint finds fault with", process)
 }
 
-// undocumentedFamilies are the Mantis families in exported that the README's
-// table does not list.
+// undocumentedFamilies are the Mantis families in exported that the metrics
+// reference does not list.
 func undocumentedFamilies(exported map[string]bool, documented []string) []string {
 	listed := map[string]bool{}
 	for _, name := range documented {

@@ -17,8 +17,12 @@ import (
 	"github.com/mantis-deploy/mantis/internal/apiclient"
 )
 
-// readmeExitTableHeader opens the README's table of exit codes.
-const readmeExitTableHeader = "| exit code | meaning |"
+// referenceExitTableHeader opens the exit-code table of the mantisctl reference.
+const referenceExitTableHeader = "| exit code | meaning |"
+
+// referencePath is the generated mantisctl reference (make docs), relative to this
+// package.
+var referencePath = filepath.Join("..", "..", "docs", "reference", "mantisctl.md")
 
 var (
 	// helpExitLine is a line of the --help text's "Exit codes:" block.
@@ -58,14 +62,14 @@ func exitConstants(t *testing.T) map[int]string {
 	return out
 }
 
-// readmeExitCodes are the rows of the README's exit-code table, by code.
-func readmeExitCodes(t *testing.T) map[int]string {
+// referenceExitCodes are the rows of the reference's exit-code table, by code.
+func referenceExitCodes(t *testing.T) map[int]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(referencePath)
 	require.NoError(t, err)
 	text := string(b)
-	start := strings.Index(text, readmeExitTableHeader)
-	require.GreaterOrEqual(t, start, 0, "README has no exit-code table")
+	start := strings.Index(text, referenceExitTableHeader)
+	require.GreaterOrEqual(t, start, 0, "the mantisctl reference has no exit-code table")
 	out := map[int]string{}
 	for _, line := range strings.Split(text[start:], "\n")[2:] {
 		if !strings.HasPrefix(line, "| ") {
@@ -75,7 +79,7 @@ func readmeExitCodes(t *testing.T) map[int]string {
 		require.Len(t, cells, 4, "a row of code and meaning: %q", line)
 		code, err := strconv.Atoi(strings.TrimSpace(cells[1]))
 		require.NoError(t, err, "row %q", line)
-		require.NotContains(t, out, code, "the README lists %d twice", code)
+		require.NotContains(t, out, code, "the reference lists %d twice", code)
 		out[code] = strings.TrimSpace(cells[2])
 	}
 	return out
@@ -116,12 +120,13 @@ func sortedMatches(re *regexp.Regexp, s string) []string {
 	return slices.Compact(out)
 }
 
-// The README's exit-code table, the Exit* constants and `mantisctl --help` list
-// the same codes; each code's row names the same HTTP statuses and flags in the
-// README and the help, and those statuses are the ones the client maps to it.
+// The exit-code table of the mantisctl reference (generated from the Exit*
+// constants' doc comments), the constants and `mantisctl --help` list the same
+// codes; each code's row names the same HTTP statuses and flags in the reference and
+// the help, and those statuses are the ones the client maps to it.
 func TestExitCodeTableMatchesConstantsAndHelp(t *testing.T) {
 	t.Parallel()
-	constants, readme, help := exitConstants(t), readmeExitCodes(t), helpExitCodes(t)
+	constants, ref, help := exitConstants(t), referenceExitCodes(t), helpExitCodes(t)
 	require.NotEmpty(t, constants)
 	codes := func(m map[int]string) []int {
 		var out []int
@@ -131,20 +136,20 @@ func TestExitCodeTableMatchesConstantsAndHelp(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	require.Equal(t, codes(constants), codes(readme), "the README's table and the Exit* constants")
+	require.Equal(t, codes(constants), codes(ref), "the reference's table and the Exit* constants")
 	require.Equal(t, codes(constants), codes(help), "--help and the Exit* constants")
 
 	mapped := mappedStatuses()
 	for code, name := range constants {
-		inReadme, inHelp := sortedMatches(httpStatus, readme[code]), sortedMatches(httpStatus, help[code])
-		require.Equal(t, inReadme, inHelp, "%d (%s): HTTP statuses of the README %q and of --help %q", code, name, readme[code], help[code])
-		require.Equal(t, sortedMatches(flagName, readme[code]), sortedMatches(flagName, help[code]),
-			"%d (%s): flags of the README %q and of --help %q", code, name, readme[code], help[code])
-		for _, status := range inReadme {
+		inRef, inHelp := sortedMatches(httpStatus, ref[code]), sortedMatches(httpStatus, help[code])
+		require.Equal(t, inRef, inHelp, "%d (%s): HTTP statuses of the reference %q and of --help %q", code, name, ref[code], help[code])
+		require.Equal(t, sortedMatches(flagName, ref[code]), sortedMatches(flagName, help[code]),
+			"%d (%s): flags of the reference %q and of --help %q", code, name, ref[code], help[code])
+		for _, status := range inRef {
 			require.Contains(t, mapped[code], status, "%d (%s) names HTTP %s, which the client maps elsewhere", code, name, status)
 		}
 		if code != ExitFailed { // "another error" is every status no other code names
-			require.Equal(t, mapped[code], inReadme, "%d (%s): the statuses the client maps to it", code, name)
+			require.Equal(t, mapped[code], inRef, "%d (%s): the statuses the client maps to it", code, name)
 		}
 	}
 }
