@@ -68,8 +68,12 @@ func (d *goDocs) addDecl(gen *ast.GenDecl) {
 			if gen.Tok != token.CONST {
 				continue
 			}
+			doc := s.Doc
+			if doc == nil && len(gen.Specs) == 1 {
+				doc = gen.Doc
+			}
 			for i, name := range s.Names {
-				d.consts[name.Name] = s.Doc.Text()
+				d.consts[name.Name] = doc.Text()
 				if i < len(s.Values) {
 					if lit, ok := s.Values[i].(*ast.BasicLit); ok {
 						d.constValues[name.Name] = lit.Value
