@@ -124,7 +124,7 @@ type Exec struct {
 	// DefaultTimeout applies to commands that carry none.
 	DefaultTimeout Duration `toml:"default_timeout"`
 	// OutputLimitBytes caps the output kept per command (its end), at most
-	// 1048576 (MaxOutputLimitBytes, what Mandible keeps).
+	// 1048576 (1 MiB, what Mandible keeps of a result).
 	OutputLimitBytes int `toml:"output_limit_bytes"`
 	// Shell runs each command as Shell -c command.
 	Shell string `toml:"shell"`

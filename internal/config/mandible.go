@@ -60,7 +60,7 @@ type Database struct {
 	// of its own uses DirectURL. The plain DATABASE_URL variable is read too, but
 	// only when neither the file nor MANTIS_DATABASE_URL sets the key.
 	URL string `toml:"url" secret:"url"`
-	// URLFile is a file holding URL (a mounted Secret); set one of the two.
+	// URLFile is a file holding the URL (a mounted Secret); set one of the two.
 	URLFile string `toml:"url_file" secretfile:"url"`
 	// DirectURL reaches PostgreSQL itself, without a pooler in between: LISTEN
 	// (dispatch wake-ups, result and SSE notifications) and the migrations'

@@ -90,7 +90,13 @@ func sectionDocs(cfg any, docs *goDocs, out []section) error {
 		if strings.TrimSpace(doc) == "" {
 			return fmt.Errorf("section [%s]: neither %s.%s nor %s has a doc comment", out[i].Name, t.Name(), sf.Name, sf.Type.Name())
 		}
-		out[i].Doc = prose(doc, sf.Name, map[string]string{sf.Name: out[i].Name})
+		// Only the first word names the section: "Thorax is how Mandible judges Thorax
+		// instances" keeps its second Thorax.
+		text := prose(doc, "", nil)
+		if rest, ok := strings.CutPrefix(text, sf.Name+" "); ok {
+			text = "`" + out[i].Name + "` " + rest
+		}
+		out[i].Doc = text
 	}
 	return nil
 }

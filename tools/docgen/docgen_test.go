@@ -85,8 +85,8 @@ func TestProseNamesKeysNotGoFields(t *testing.T) {
 		prose("DirectURL reaches\n\tPostgreSQL. Empty means URL.", "DirectURL", keys))
 	require.Equal(t, "`url` is a connection URL; see `direct_url`.",
 		prose("URL is a connection URL; see DirectURL.", "URL", keys))
-	require.Equal(t, "`insecure` needs no `ca_cert_path`; Insecure links have no identity.",
-		prose("Insecure needs no CACertPath; Insecure links have no identity.", "Insecure", keys))
+	require.Equal(t, "`insecure` needs no `ca_cert_path`; set `insecure`, and URL or TLS stay.",
+		prose("Insecure needs no CACertPath; set Insecure, and URL or TLS stay.", "Insecure", keys))
 }
 
 func TestTOMLValues(t *testing.T) {

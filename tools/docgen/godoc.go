@@ -108,13 +108,14 @@ var (
 	spaces     = regexp.MustCompile(`\s+`)
 	identifier = regexp.MustCompile("`?\\b[A-Z][A-Za-z0-9]*\\b`?")
 	camelCase  = regexp.MustCompile(`[a-z0-9][A-Z]|[A-Z]{2}[a-z]`)
+	titleCase  = regexp.MustCompile(`^[A-Z][a-z0-9]+$`)
 )
 
 // prose turns a doc comment into one paragraph of reference text: its lines joined,
-// and the Go names of the struct's fields replaced by their TOML keys. The comment's
-// first word, when it is the field's own name, and the CamelCase names of the
-// struct's fields anywhere are replaced; a plain word such as "Name" or "URL" is left
-// alone mid-sentence.
+// and the Go names of the struct's fields replaced by their TOML keys: the comment's
+// first word when it is the field's own name, and anywhere a field's name written in
+// CamelCase ("DirectURL") or capitalised ("Insecure"). An initialism such as "URL" or
+// "TLS" is left alone past the first word: prose uses it too.
 func prose(doc, field string, keys map[string]string) string {
 	text := strings.TrimSpace(spaces.ReplaceAllString(doc, " "))
 	var b strings.Builder
@@ -123,7 +124,7 @@ func prose(doc, field string, keys map[string]string) string {
 		word := text[m[0]:m[1]]
 		bare := strings.Trim(word, "`")
 		key, ok := keys[bare]
-		if !ok || !(camelCase.MatchString(bare) || (m[0] == 0 && bare == field)) {
+		if !ok || !(camelCase.MatchString(bare) || titleCase.MatchString(bare) || (m[0] == 0 && bare == field)) {
 			continue
 		}
 		b.WriteString(text[last:m[0]])
