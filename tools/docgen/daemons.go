@@ -1,6 +1,10 @@
 package main
 
-import "github.com/mantis-deploy/mantis/internal/config"
+import (
+	"maps"
+
+	"github.com/mantis-deploy/mantis/internal/config"
+)
 
 // The shipped broker's client pair and CA, as deploy/compose and the Ansible role
 // lay them out.
@@ -140,6 +144,19 @@ func agentDaemon() daemon {
 		m["metrics.listen"] = `"127.0.0.1:9101"`
 		return tracingExamples("mantis-agent", m)
 	}
+	// Each mode's link: set in its own sample, shown commented out in the other's.
+	thoraxLink := map[string]string{
+		"thorax.address":      `"thorax.example.com:9190"`,
+		"thorax.ca_cert_path": sampleCA,
+		"thorax.cert_path":    `"/etc/mantis/certs/agent-web-1.crt"`,
+		"thorax.key_path":     `"/etc/mantis/certs/agent-web-1.key"`,
+	}
+	listenLink := map[string]string{
+		"listen.address":      `"0.0.0.0:9191"`,
+		"listen.ca_cert_path": sampleCA,
+		"listen.cert_path":    `"/etc/mantis/certs/agent-web-1.crt"`,
+		"listen.key_path":     `"/etc/mantis/certs/agent-web-1.key"`,
+	}
 	const certHeader = " Its certificate names its target, spiffe://mantis/agent/<name> " +
 		"(`mantisctl dev certs --issue agent/web-1` writes agent-web-1.crt and .key)."
 	return daemon{
@@ -159,32 +176,25 @@ func agentDaemon() daemon {
 			Header: "An agent in poll mode: it calls its Thorax for work. Every key, with its default " +
 				"unless a sample value is needed; keys left commented out show an example, and the " +
 				"[listen] section, for the other mode, is commented out whole." + certHeader,
-			Values: map[string]string{
-				"name": `"web-1"`, "mode": `"poll"`,
-				"thorax.address":      `"thorax.example.com:9190"`,
-				"thorax.ca_cert_path": sampleCA,
-				"thorax.cert_path":    `"/etc/mantis/certs/agent-web-1.crt"`,
-				"thorax.key_path":     `"/etc/mantis/certs/agent-web-1.key"`,
-			},
-			Examples:  common(map[string]string{"listen.address": `"0.0.0.0:9191"`}),
+			Values:    with(map[string]string{"name": `"web-1"`, "mode": `"poll"`}, thoraxLink),
+			Examples:  common(with(map[string]string{}, listenLink)),
 			Commented: []string{"listen"},
 		}, {
 			File: "agent-listen.toml",
 			Header: "An agent in listen mode: its Thorax calls it. Every key, with its default unless a " +
 				"sample value is needed; keys left commented out show an example, and the [thorax] " +
 				"section, for the other mode, is commented out whole." + certHeader,
-			Values: map[string]string{
-				"name": `"web-1"`, "mode": `"listen"`,
-				"listen.address":      `"0.0.0.0:9191"`,
-				"listen.ca_cert_path": sampleCA,
-				"listen.cert_path":    `"/etc/mantis/certs/agent-web-1.crt"`,
-				"listen.key_path":     `"/etc/mantis/certs/agent-web-1.key"`,
-			},
-			Examples: common(map[string]string{
-				"thorax.address":              `"thorax.example.com:9190"`,
+			Values: with(map[string]string{"name": `"web-1"`, "mode": `"listen"`}, listenLink),
+			Examples: common(with(map[string]string{
 				"listen.allowed_client_names": `["thorax-1", "thorax-2"]`,
-			}),
+			}, thoraxLink)),
 			Commented: []string{"thorax"},
 		}},
 	}
+}
+
+// with adds the pairs of more to m and returns it.
+func with(m, more map[string]string) map[string]string {
+	maps.Copy(m, more)
+	return m
 }
