@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mantis-deploy/mantis/internal/config"
 )
 
 // daemon is one process whose configuration is documented: its reference page and
@@ -56,7 +58,20 @@ func configPage(d daemon, docs *goDocs) (string, error) {
 				k.Env, secretText(k), cell(k.Doc))
 		}
 	}
+	writeOtherVariables(&b)
 	return b.String(), nil
+}
+
+// writeOtherVariables lists the MANTIS_* variables no daemon's configuration reads,
+// which a daemon therefore does not report as unknown (config.OtherVariables).
+func writeOtherVariables(b *strings.Builder) {
+	b.WriteString("\n## Other `MANTIS_*` variables\n\n")
+	b.WriteString("A `MANTIS_*` variable that is neither a key above nor one of these is named in a warning at\n" +
+		"start and by `check-config`. A name ending in `_` stands for every variable it begins.\n\n")
+	b.WriteString("| variable | read by |\n|---|---|\n")
+	for _, o := range config.OtherVariables {
+		fmt.Fprintf(b, "| `%s` | %s |\n", o.Name, cell(o.ReadBy))
+	}
 }
 
 // configConventions is what every configuration page says of loading.

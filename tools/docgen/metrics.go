@@ -14,6 +14,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/agent"
 	"github.com/mantis-deploy/mantis/internal/identity"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
+	"github.com/mantis-deploy/mantis/internal/metricsserver"
 	"github.com/mantis-deploy/mantis/internal/rpc"
 	"github.com/mantis-deploy/mantis/internal/thorax"
 )
@@ -33,13 +34,18 @@ var processMetrics = []struct {
 	Register func(prometheus.Registerer)
 }{
 	{"Mandible", func(reg prometheus.Registerer) {
+		reg.MustRegister(metricsserver.NewBuildInfo())
 		activities.MetricDescriptions(reg)
 		httpapi.MetricDescriptions(reg)
 		rpc.NewMetrics(reg)
 		identity.NewMetrics(reg)
 	}},
-	{"Thorax", thorax.MetricDescriptions},
+	{"Thorax", func(reg prometheus.Registerer) {
+		reg.MustRegister(metricsserver.NewBuildInfo())
+		thorax.MetricDescriptions(reg)
+	}},
 	{"agent", func(reg prometheus.Registerer) {
+		reg.MustRegister(metricsserver.NewBuildInfo())
 		agent.NewMetrics(reg)
 		identity.NewMetrics(reg)
 	}},
@@ -152,6 +158,9 @@ func metricType(c prometheus.Collector) (string, error) {
 // to a description's name, help and variable labels.
 var descText = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), unit: "(?:[^"\\]|\\.)*", constLabels: \{(.*)\}, variableLabels: \{(.*)\}\}$`)
 
+// constLabel is one name="value" pair of a Desc's constant labels.
+var constLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"`)
+
 func parseDesc(d *prometheus.Desc) (family, error) {
 	m := descText.FindStringSubmatch(d.String())
 	if m == nil {
@@ -165,12 +174,14 @@ func parseDesc(d *prometheus.Desc) (family, error) {
 	if err != nil {
 		return family{}, err
 	}
-	if m[3] != "" {
-		return family{}, fmt.Errorf("%s has constant labels, which the page does not show", name)
-	}
 	var labels []string
 	if m[4] != "" {
 		labels = strings.Split(m[4], ",")
+	}
+	// A constant label's name is documented; its value is the build's (mantis_build_info's
+	// version and commit), which the page must not carry.
+	for _, c := range constLabel.FindAllStringSubmatch(m[3], -1) {
+		labels = append(labels, c[1])
 	}
 	return family{Name: name, Help: help, Labels: labels}, nil
 }
