@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
@@ -47,8 +48,18 @@ func TestRequestsShowsStateAndReason(t *testing.T) {
 
 	c, err := (&clientFlags{server: url, token: apiToken, output: "text"}).client()
 	require.NoError(t, err)
-	require.NoError(t, c.Do(context.Background(), "POST", "/api/v1/dispatch-requests",
-		map[string]any{"requests": []map[string]string{{"idempotency_key": "k1", "target": "web-1", "command": "uptime", "priority": "high"}}}, nil))
+	one := []api.NewDispatchRequest{{IdempotencyKey: "k1", Target: "web-1", Command: "uptime", Priority: "high"}}
+	stored, err := c.EnqueueDispatchRequests(context.Background(), one)
+	require.NoError(t, err)
+	require.Len(t, stored, 1)
+	require.NotEqual(t, uuid.Nil, stored[0].ID, "the answer's snake_case id decodes")
+	require.Equal(t, "k1", stored[0].IdempotencyKey)
+	require.True(t, stored[0].Created)
+	require.WithinDuration(t, time.Now().Add(24*time.Hour), stored[0].ExpiresAt, time.Hour)
+	again, err := c.EnqueueDispatchRequests(context.Background(), one)
+	require.NoError(t, err)
+	require.Equal(t, stored[0].ID, again[0].ID)
+	require.False(t, again[0].Created, "the same key names the same request")
 
 	out, err := runCLI(t, append([]string{"requests", "--status", "pending"}, common...)...)
 	require.NoError(t, err)

@@ -150,3 +150,12 @@ func (c *Client) DispatchRequest(ctx context.Context, id string) (api.DispatchRe
 	err := c.Do(ctx, http.MethodGet, "/api/v1/dispatch-requests/"+url.PathEscape(id), nil, &out)
 	return out, err
 }
+
+// EnqueueDispatchRequests enqueues commands for targets, each idempotent by its
+// idempotency_key, and returns the stored requests in order (created false for a
+// key that already named one).
+func (c *Client) EnqueueDispatchRequests(ctx context.Context, reqs []api.NewDispatchRequest) ([]api.EnqueuedRequest, error) {
+	var out api.EnqueueAnswer
+	err := c.Do(ctx, http.MethodPost, "/api/v1/dispatch-requests", api.EnqueueBody{Requests: reqs}, &out)
+	return out.Requests, err
+}

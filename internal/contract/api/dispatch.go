@@ -29,13 +29,12 @@ type EnqueueAnswer struct {
 }
 
 // EnqueuedRequest is the stored request of one enqueue: Created is false when the
-// key already named a request. Its keys are the Go field names, as they have always
-// been on the wire.
+// key already named a request.
 type EnqueuedRequest struct {
-	ID             uuid.UUID `json:"ID"`
-	IdempotencyKey string    `json:"IdempotencyKey"`
-	Created        bool      `json:"Created"`
-	ExpiresAt      time.Time `json:"ExpiresAt"`
+	ID             uuid.UUID `json:"id"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	Created        bool      `json:"created"`
+	ExpiresAt      time.Time `json:"expires_at"`
 }
 
 // DispatchRequestList is the answer to GET /api/v1/dispatch-requests: newest first,

@@ -134,7 +134,7 @@ func TestHeldDispatchRequestShowsHeldBy(t *testing.T) {
 		`{"requests":[{"idempotency_key":"a","target":"web-1","command":"true"},{"idempotency_key":"b","target":"web-1","command":"true"}]}`)
 	require.Equal(t, http.StatusAccepted, code, "%v", body)
 	reqs := body["requests"].([]any)
-	first, second := reqs[0].(map[string]any)["ID"].(string), reqs[1].(map[string]any)["ID"].(string)
+	first, second := reqs[0].(map[string]any)["id"].(string), reqs[1].(map[string]any)["id"].(string)
 
 	claim, err := schema.ClaimPending(ctx, b.pool, "r1", 10)
 	require.NoError(t, err)
