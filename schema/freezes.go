@@ -77,6 +77,16 @@ func ListFreezes(ctx context.Context, db DB, now time.Time) ([]Freeze, error) {
 	return convertRows(rows, func(r dbsqlc.Freeze) (Freeze, error) { return freezeView(r, now) })
 }
 
+// GetFreeze returns the freeze named name, with whether it is active at now;
+// ErrNotFound when there is none.
+func GetFreeze(ctx context.Context, db DB, name string, now time.Time) (Freeze, error) {
+	r, err := queries.GetFreeze(ctx, db, name)
+	if err != nil {
+		return Freeze{}, fmt.Errorf("reading freeze %s: %w", name, notFound(err))
+	}
+	return freezeView(r, now)
+}
+
 // DeleteFreeze removes the freeze named name; ErrNotFound when there is none.
 func DeleteFreeze(ctx context.Context, db DB, name string) error {
 	n, err := queries.DeleteFreeze(ctx, db, name)

@@ -53,16 +53,31 @@ func ListSchedules(ctx context.Context, db DB) ([]Schedule, error) {
 	}
 	out := make([]Schedule, len(rows))
 	for i, r := range rows {
-		out[i] = Schedule{Name: r.Name, Spec: r.Spec, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
-		if r.Cron != nil {
-			out[i].Cron = *r.Cron
-		}
-		if r.Every.Valid {
-			out[i].Every = time.Duration(r.Every.Microseconds)*time.Microsecond +
-				time.Duration(r.Every.Days)*24*time.Hour + time.Duration(r.Every.Months)*30*24*time.Hour
-		}
+		out[i] = scheduleOf(r)
 	}
 	return out, nil
+}
+
+// GetSchedule returns the schedule named name; ErrNotFound when there is none.
+func GetSchedule(ctx context.Context, db DB, name string) (Schedule, error) {
+	r, err := queries.GetSchedule(ctx, db, name)
+	if err != nil {
+		return Schedule{}, fmt.Errorf("reading schedule %s: %w", name, notFound(err))
+	}
+	return scheduleOf(r), nil
+}
+
+// scheduleOf is the Schedule a catalogue row holds.
+func scheduleOf(r dbsqlc.DeploymentSchedule) Schedule {
+	s := Schedule{Name: r.Name, Spec: r.Spec, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt}
+	if r.Cron != nil {
+		s.Cron = *r.Cron
+	}
+	if r.Every.Valid {
+		s.Every = time.Duration(r.Every.Microseconds)*time.Microsecond +
+			time.Duration(r.Every.Days)*24*time.Hour + time.Duration(r.Every.Months)*30*24*time.Hour
+	}
+	return s
 }
 
 // DeleteSchedule removes a schedule from the catalogue; ErrNotFound when there is none.

@@ -145,14 +145,60 @@ func targetOf(r dbsqlc.Target) (Target, error) {
 	return t, nil
 }
 
-// ListTargets returns the registered targets by name.
-func ListTargets(ctx context.Context, db DB) ([]Target, error) {
-	rows, err := queries.ListTargets(ctx, db)
+// TargetFilter selects a page of registered targets.
+type TargetFilter struct {
+	// Selector keeps the targets whose labels hold every key=value of it; empty
+	// keeps every target.
+	Selector map[string]string
+	// After keeps the targets named after it (the last name of the previous
+	// page); empty starts from the first.
+	After string
+	// Limit is the page's size: DefaultTargetsListed when 0, at most
+	// MaxTargetsListed.
+	Limit int
+}
+
+// Bounds on how many targets ListTargets returns.
+const (
+	DefaultTargetsListed = 100
+	MaxTargetsListed     = 1000
+)
+
+// ListTargets returns a page of the registered targets f selects, by name.
+func ListTargets(ctx context.Context, db DB, f TargetFilter) ([]Target, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultTargetsListed
+	}
+	sel := f.Selector
+	if sel == nil {
+		sel = map[string]string{}
+	}
+	selJSON, err := json.Marshal(sel)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := queries.ListTargets(ctx, db, dbsqlc.ListTargetsParams{
+		After: f.After, Selector: selJSON, MaxRows: int32(min(limit, MaxTargetsListed)),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("listing targets: %w", err)
 	}
 	return convertRows(rows, targetOf)
 }
+
+// GetTarget returns the registered target named name; ErrNotFound when no
+// registered target has that name.
+func GetTarget(ctx context.Context, db DB, name string) (Target, error) {
+	r, err := queries.GetTarget(ctx, db, name)
+	if err != nil {
+		return Target{}, fmt.Errorf("reading target %s: %w", name, notFound(err))
+	}
+	return targetOf(r)
+}
+
+// IsTargetName reports whether s may name a target.
+func IsTargetName(s string) bool { return targetName.MatchString(s) }
 
 // DeregisterTarget marks the named target deregistered; its history stays. It returns
 // ErrNotFound when no registered target has that name.

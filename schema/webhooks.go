@@ -80,6 +80,16 @@ func ListWebhooks(ctx context.Context, db DB) ([]Webhook, error) {
 	return out, nil
 }
 
+// GetWebhook returns the webhook id, without its secret; ErrNotFound when there is
+// none.
+func GetWebhook(ctx context.Context, db DB, id uuid.UUID) (Webhook, error) {
+	r, err := queries.GetWebhook(ctx, db, id)
+	if err != nil {
+		return Webhook{}, fmt.Errorf("reading webhook %s: %w", id, notFound(err))
+	}
+	return webhookView(r), nil
+}
+
 // DeleteWebhook removes a webhook and its deliveries; ErrNotFound when there is none.
 func DeleteWebhook(ctx context.Context, db DB, id uuid.UUID) error {
 	n, err := queries.DeleteWebhook(ctx, db, id)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -13,14 +14,42 @@ import (
 
 // newTargetsCommand lists targets; its subcommands register and deregister them.
 func newTargetsCommand(f *clientFlags) *cobra.Command {
+	var q apiclient.TargetQuery
 	cmd := &cobra.Command{
 		Use:   "targets",
 		Short: "List, register and deregister targets",
-		Args:  cobra.NoArgs,
-		RunE:  listRunE(f, apiclient.Targets.List, printTargets),
+		Long: "Without a subcommand, list the registered targets by name: every one, read from the API a page\n" +
+			"at a time, or the first --limit of them; --selector keeps those whose labels hold every key=value.",
+		Example: `  mantisctl targets
+  mantisctl targets --selector role=web,env=prod
+  mantisctl targets --limit 20 -o json`,
+		Args: cobra.NoArgs,
+		RunE: listRunE(f, func(c *apiclient.Client, ctx context.Context) ([]api.Target, error) {
+			if q.Limit < 0 {
+				return nil, invalidInput(fmt.Errorf("--limit: must be 0 (every target) or more, got %d", q.Limit))
+			}
+			return c.ListTargets(ctx, q)
+		}, printTargets),
 	}
-	cmd.AddCommand(newTargetRegisterCommand(f), newTargetDeregisterCommand(f))
+	cmd.Flags().StringToStringVar(&q.Selector, "selector", nil, "only targets whose labels hold every key=value (role=web,env=prod)")
+	cmd.Flags().IntVar(&q.Limit, "limit", 0, "most targets to show, the first by name; 0 shows every target")
+	cmd.AddCommand(newTargetRegisterCommand(f), newTargetDeregisterCommand(f), newTargetGetCommand(f))
 	return cmd
+}
+
+func newTargetGetCommand(f *clientFlags) *cobra.Command {
+	return argCommand[api.Target]{
+		use:      "get NAME",
+		short:    "Show one registered target",
+		complete: completeFirstTargetName(f),
+		call:     apiclient.Targets.Get,
+		show: func(out io.Writer, format outputFormat, _ string, t api.Target) error {
+			if format.structured() {
+				return printData(out, format, t)
+			}
+			return printTargets(out, format, []api.Target{t})
+		},
+	}.command(f)
 }
 
 // printTargets prints ts as a table, or as data in format (no targets as null).

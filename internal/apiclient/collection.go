@@ -20,7 +20,9 @@ type Collection[T, N any] struct {
 
 // The API's named collections.
 var (
-	Targets   = collection[api.Target, api.NewTarget]("/api/v1/targets", func(l api.TargetList) []api.Target { return l.Targets })
+	Targets = Collection[api.Target, api.NewTarget]{path: "/api/v1/targets", list: func(c *Client, ctx context.Context) ([]api.Target, error) {
+		return c.ListTargets(ctx, TargetQuery{}) // every target, page after page
+	}}
 	Limits    = collection[api.Limit, api.Limit]("/api/v1/limits", func(l api.LimitList) []api.Limit { return l.Limits })
 	Freezes   = collection[api.Freeze, api.NewFreeze]("/api/v1/freezes", func(l api.FreezeList) []api.Freeze { return l.Freezes })
 	Webhooks  = collection[api.Webhook, api.NewWebhook]("/api/v1/webhooks", func(l api.WebhookList) []api.Webhook { return l.Webhooks })

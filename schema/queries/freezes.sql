@@ -9,6 +9,9 @@ RETURNING *;
 -- name: ListFreezes :many
 SELECT * FROM freezes ORDER BY name;
 
+-- name: GetFreeze :one
+SELECT * FROM freezes WHERE name = @name;
+
 -- name: DeleteFreeze :execrows
 DELETE FROM freezes WHERE name = @name;
 

@@ -9,5 +9,8 @@ RETURNING *;
 -- name: ListSchedules :many
 SELECT * FROM deployment_schedules ORDER BY name LIMIT @max_rows;
 
+-- name: GetSchedule :one
+SELECT * FROM deployment_schedules WHERE name = @name;
+
 -- name: DeleteSchedule :execrows
 DELETE FROM deployment_schedules WHERE name = @name;

@@ -1,4 +1,4 @@
--- Targets: registration and listing (schema/targets.go).
+-- Targets: registration, reading and listing (schema/targets.go).
 
 -- name: RegisterTarget :one
 -- RegisterTarget registers a target or updates the one of that name, registering it
@@ -27,7 +27,19 @@ SET mode = EXCLUDED.mode, address = EXCLUDED.address, labels = EXCLUDED.labels,
 RETURNING *;
 
 -- name: ListTargets :many
-SELECT * FROM targets WHERE deregistered_at IS NULL ORDER BY name;
+-- ListTargets lists registered targets by name, a page at a time: those named after
+-- after ('' from the first) whose labels hold every key and value of selector ('{}'
+-- matches every target), at most max_rows. The unique index on name serves the page,
+-- targets_labels (GIN) the selector.
+SELECT * FROM targets
+WHERE deregistered_at IS NULL
+  AND name > @after::text
+  AND labels @> @selector::jsonb
+ORDER BY name
+LIMIT @max_rows;
+
+-- name: GetTarget :one
+SELECT * FROM targets WHERE name = @name AND deregistered_at IS NULL;
 
 -- name: DeregisterTarget :execrows
 UPDATE targets SET deregistered_at = now(), updated_at = now() WHERE name = @name AND deregistered_at IS NULL;

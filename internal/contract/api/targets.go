@@ -14,9 +14,11 @@ type NewTarget struct {
 	Labels  map[string]string `json:"labels,omitempty"`
 }
 
-// TargetList is the answer to GET /api/v1/targets.
+// TargetList is the answer to GET /api/v1/targets: a page of targets by name,
+// with the URL of the next page when the page is full.
 type TargetList struct {
 	Targets []Target `json:"targets"`
+	Next    string   `json:"next,omitempty"`
 }
 
 // Target is a registered target; POST /api/v1/targets answers with one.

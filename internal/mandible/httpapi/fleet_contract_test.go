@@ -42,6 +42,8 @@ func (b *contractBundle) fleetExchanges(t *testing.T) {
 		{method: "POST", path: "/api/v1/freezes", token: D, body: freeze, want: 403},
 		{method: "POST", path: "/api/v1/freezes", token: A, body: `{"name":"x","reason":""}`, want: 400},
 		{method: "GET", path: "/api/v1/freezes", token: R, want: 200},
+		{method: "GET", path: "/api/v1/freezes/contract-freeze", token: R, want: 200},
+		{method: "GET", path: "/api/v1/freezes/ghost", token: R, want: 404},
 		{method: "POST", path: "/api/v1/deployments", token: D, body: contractSpec, want: 409},
 		{method: "POST", path: "/api/v1/deployments?override_freeze=true", token: D, body: contractSpec, want: 403},
 		{method: "POST", path: "/api/v1/deployments?override_freeze=true", token: A, body: contractSpec, want: 202},
@@ -53,8 +55,10 @@ func (b *contractBundle) fleetExchanges(t *testing.T) {
 		{method: "POST", path: "/api/v1/schedules", token: A, body: schedule, want: 201},
 		{method: "POST", path: "/api/v1/schedules", token: A, body: schedule, want: 409},
 		{method: "GET", path: "/api/v1/schedules", token: R, want: 200},
+		{method: "GET", path: "/api/v1/schedules/contract", token: R, want: 200},
 		{method: "DELETE", path: "/api/v1/schedules/contract", token: A, want: 204},
 		{method: "DELETE", path: "/api/v1/schedules/contract", token: A, want: 404},
+		{method: "GET", path: "/api/v1/schedules/contract", token: R, want: 404},
 	} {
 		b.call(t, ex)
 	}
@@ -62,7 +66,11 @@ func (b *contractBundle) fleetExchanges(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b.call(t, exchange{method: "POST", path: "/api/v1/webhooks", token: A, body: hook, want: 201}), &created))
 	id := created.ID.String()
 	b.call(t, exchange{method: "GET", path: "/api/v1/webhooks/" + id + "/failures?limit=10", token: A, want: 200})
+	b.call(t, exchange{method: "GET", path: "/api/v1/webhooks/" + id, token: A, want: 200})
+	b.call(t, exchange{method: "GET", path: "/api/v1/webhooks/" + id, token: R, want: 403})
+	b.call(t, exchange{method: "GET", path: "/api/v1/webhooks/not-a-uuid", token: A, want: 400})
 	b.call(t, exchange{method: "DELETE", path: "/api/v1/webhooks/" + id, token: A, want: 204})
+	b.call(t, exchange{method: "GET", path: "/api/v1/webhooks/" + id, token: A, want: 404})
 	b.call(t, exchange{method: "GET", path: "/api/v1/webhooks/" + id + "/failures", token: A, want: 404})
 	b.call(t, exchange{method: "DELETE", path: "/api/v1/webhooks/" + id, token: A, want: 404})
 }

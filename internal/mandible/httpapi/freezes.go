@@ -47,6 +47,21 @@ func (s *server) listFreezes(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusOK, api.FreezeList{Freezes: mapped(fs, freezeOf)})
 }
 
+// getFreeze answers GET /api/v1/freezes/{name}: one freeze, with whether it holds now.
+func (s *server) getFreeze(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	f, err := schema.GetFreeze(r.Context(), s.db, name, time.Now())
+	if errors.Is(err, schema.ErrNotFound) {
+		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no freeze named %.130q", name))
+		return
+	}
+	if err != nil {
+		writeServerError(w, r, s.logger, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, freezeOf(f))
+}
+
 func (s *server) deleteFreeze(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := schema.DeleteFreeze(r.Context(), s.db, name)

@@ -34,6 +34,13 @@ func TestRoutesAnswerAsDocumented(t *testing.T) {
 		{method: "POST", path: "/api/v1/targets", token: A, body: `{"name":"db 1","mode":"listen"}`, want: 400},
 		{method: "POST", path: "/api/v1/targets", token: D, body: `{"name":"web-2","mode":"poll"}`, want: 403},
 		{method: "GET", path: "/api/v1/targets", token: R, want: 200},
+		{method: "GET", path: "/api/v1/targets?selector=role%3Dweb&limit=1", token: R, want: 200},
+		{method: "GET", path: "/api/v1/targets?selector=role%3Dweb&limit=1&after=web-1", token: R, want: 200},
+		{method: "GET", path: "/api/v1/targets?selector=role", token: R, want: 400},
+		{method: "GET", path: "/api/v1/targets?limit=5000", token: R, want: 400, invalid: true},
+		{method: "GET", path: "/api/v1/targets/web-1", token: R, want: 200},
+		{method: "GET", path: "/api/v1/targets/ghost", token: R, want: 404},
+		{method: "GET", path: "/api/v1/targets/web-1", want: 401, invalid: true},
 		{method: "GET", path: "/api/v1/thorax-instances", token: R, want: 200},
 		{method: "GET", path: "/api/v1/targets", want: 401, invalid: true},
 		{method: "POST", path: "/api/v1/dispatch-requests", token: D, want: 202,
@@ -113,7 +120,7 @@ func TestWrongMethodAnswersAsDocumented(t *testing.T) {
 	for _, c := range []struct{ method, path string }{
 		{"PUT", "/api/v1/deployments"}, {"DELETE", "/api/v1/deployments/" + uuid.NewString()},
 		{"GET", "/api/v1/deployments/" + uuid.NewString() + "/cancel"}, {"PATCH", "/api/v1/targets"},
-		{"GET", "/api/v1/targets/web-1"}, {"DELETE", "/api/v1/dispatch-requests"}, {"POST", "/api/v1/dlq"},
+		{"PUT", "/api/v1/targets/web-1"}, {"DELETE", "/api/v1/dispatch-requests"}, {"POST", "/api/v1/dlq"},
 		{"GET", "/api/v1/dlq/requeue"}, {"GET", "/api/v1/dlq/purge"}, {"POST", api.OpenAPIPath},
 		{"POST", api.DeploymentSpecSchemaPath}, {"POST", "/sse/events"},
 	} {

@@ -197,7 +197,7 @@ func filledValues() map[string]any {
 		"CancelAnswer":        api.CancelAnswer{ID: id, Status: api.StatusCancelling, Links: links},
 		"EnqueueAnswer":       api.EnqueueAnswer{Requests: []api.EnqueuedRequest{{ID: id, IdempotencyKey: "k", Created: true, ExpiresAt: now}}},
 		"DispatchRequestList": api.DispatchRequestList{Requests: []api.DispatchRequest{req}, Next: "/n"},
-		"TargetList":          api.TargetList{Targets: []api.Target{tgt}},
+		"TargetList":          api.TargetList{Targets: []api.Target{tgt}, Next: "/n"},
 		"ThoraxInstanceList":  api.ThoraxInstanceList{Instances: []api.ThoraxInstance{{ID: id, Name: "thorax-1", Status: "live", Live: true, RegisteredAt: now, LastHeartbeatAt: now, DiedAt: &now, Targets: 2}}},
 		"DLQRequeueResult":    api.DLQRequeueResult{Requeued: 1, To: domain.PriorityHigh, Queue: "q"},
 		"DLQPurgeResult":      api.DLQPurgeResult{Purged: 1},

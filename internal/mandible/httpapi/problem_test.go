@@ -59,7 +59,7 @@ func TestWrongMethodIsMethodNotAllowed(t *testing.T) {
 	b := setup(t)
 	cases := []struct{ method, path, allow string }{
 		{http.MethodDelete, "/api/v1/targets", "GET, HEAD, POST"},
-		{http.MethodGet, "/api/v1/targets/web-1", "DELETE"},
+		{http.MethodPut, "/api/v1/targets/web-1", "GET, HEAD, DELETE"},
 		{http.MethodPut, "/api/v1/dispatch-requests", "GET, HEAD, POST"},
 		{http.MethodGet, "/api/v1/dlq/purge", "POST"},
 		{http.MethodPost, "/api/v1/openapi.yaml", "GET, HEAD"},

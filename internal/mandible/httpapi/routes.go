@@ -164,6 +164,7 @@ func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 		{"GET /api/v1/limits/{name}", apitoken.ScopeRead, s.getLimit},
 		{"DELETE /api/v1/limits/{name}", apitoken.ScopeAdmin, s.deleteLimit},
 		{"GET /api/v1/targets", apitoken.ScopeRead, s.listTargets},
+		{"GET /api/v1/targets/{name}", apitoken.ScopeRead, s.getTarget},
 		{"GET /api/v1/thorax-instances", apitoken.ScopeRead, s.listThoraxInstances},
 		{"POST /api/v1/targets", apitoken.ScopeAdmin, s.registerTarget},
 		{"DELETE /api/v1/targets/{name}", apitoken.ScopeAdmin, s.deregisterTarget},

@@ -25,14 +25,34 @@ func (s *server) listSchedules(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.ScheduleList{Schedules: make([]api.Schedule, len(rows))}
 	for i, row := range rows {
-		d, err := spec.Parse(row.Spec)
-		name := d.Name
-		if err != nil {
-			name = ""
-		}
-		out.Schedules[i] = s.scheduleView(r.Context(), row, name)
+		out.Schedules[i] = s.scheduleView(r.Context(), row, scheduledDeployment(row))
 	}
 	api.WriteJSON(w, http.StatusOK, out)
+}
+
+// getSchedule answers GET /api/v1/schedules/{name}: one schedule, as listed.
+func (s *server) getSchedule(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	row, err := schema.GetSchedule(r.Context(), s.db, name)
+	if errors.Is(err, schema.ErrNotFound) {
+		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no schedule named %.70q", name))
+		return
+	}
+	if err != nil {
+		writeServerError(w, r, s.logger, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, s.scheduleView(r.Context(), row, scheduledDeployment(row)))
+}
+
+// scheduledDeployment is the name of the deployment a schedule starts; "" when its
+// stored spec no longer parses.
+func scheduledDeployment(row schema.Schedule) string {
+	d, err := spec.Parse(row.Spec)
+	if err != nil {
+		return ""
+	}
+	return d.Name
 }
 
 // scheduleView is a catalogue row with what Temporal says of it now: paused, the

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
@@ -28,13 +29,42 @@ func (s *server) registerTarget(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusOK, targetOf(t))
 }
 
+// listTargets answers GET /api/v1/targets?selector=&limit=&after=: a page of the
+// registered targets by name, those whose labels hold every key=value of selector.
 func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
-	ts, err := schema.ListTargets(r.Context(), s.db)
+	q := r.URL.Query()
+	var problems domain.Problems
+	f := schema.TargetFilter{Selector: selectorParam(q, &problems), After: afterParam(q, &problems),
+		Limit: limitParam(q, &problems, schema.MaxTargetsListed)}
+	if len(problems) > 0 {
+		writeInputError(w, r, &domain.InputError{Problems: problems})
+		return
+	}
+	ts, err := schema.ListTargets(r.Context(), s.db, f)
 	if err != nil {
 		writeServerError(w, r, s.logger, err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, api.TargetList{Targets: nonNil(mapped(ts, targetOf))})
+	resp := api.TargetList{Targets: nonNil(mapped(ts, targetOf))}
+	if len(ts) > 0 && len(ts) == pageSize(f.Limit, schema.DefaultTargetsListed) {
+		resp.Next = "/api/v1/targets?" + withParam(q, "after", ts[len(ts)-1].Name)
+	}
+	api.WriteJSON(w, http.StatusOK, resp)
+}
+
+// getTarget answers GET /api/v1/targets/{name}: one registered target.
+func (s *server) getTarget(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	t, err := schema.GetTarget(r.Context(), s.db, name)
+	if errors.Is(err, schema.ErrNotFound) {
+		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no registered target named %.130q", name))
+		return
+	}
+	if err != nil {
+		writeServerError(w, r, s.logger, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, targetOf(t))
 }
 
 func (s *server) deregisterTarget(w http.ResponseWriter, r *http.Request) {

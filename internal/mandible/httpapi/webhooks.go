@@ -49,6 +49,24 @@ func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	api.WriteJSON(w, http.StatusOK, api.WebhookList{Webhooks: mapped(hooks, webhookOf)})
 }
 
+// getWebhook answers GET /api/v1/webhooks/{id}: one webhook, without its secret.
+func (s *server) getWebhook(w http.ResponseWriter, r *http.Request) {
+	id, ok := webhookID(w, r)
+	if !ok {
+		return
+	}
+	wh, err := schema.GetWebhook(r.Context(), s.db, id)
+	if errors.Is(err, schema.ErrNotFound) {
+		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, "no webhook "+id.String())
+		return
+	}
+	if err != nil {
+		writeServerError(w, r, s.logger, err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, webhookOf(wh))
+}
+
 func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	id, ok := webhookID(w, r)
 	if !ok {

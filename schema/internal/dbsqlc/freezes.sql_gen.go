@@ -96,6 +96,26 @@ func (q *Queries) FreezesMatchingTargets(ctx context.Context, db DBTX, targets [
 	return items, nil
 }
 
+const getFreeze = `-- name: GetFreeze :one
+SELECT name, selector, reason, starts_at, ends_at, weekly, created_by, created_at FROM freezes WHERE name = $1
+`
+
+func (q *Queries) GetFreeze(ctx context.Context, db DBTX, name string) (Freeze, error) {
+	row := db.QueryRow(ctx, getFreeze, name)
+	var i Freeze
+	err := row.Scan(
+		&i.Name,
+		&i.Selector,
+		&i.Reason,
+		&i.StartsAt,
+		&i.EndsAt,
+		&i.Weekly,
+		&i.CreatedBy,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const insertFreeze = `-- name: InsertFreeze :one
 
 INSERT INTO freezes (name, selector, reason, starts_at, ends_at, weekly, created_by)

@@ -23,6 +23,24 @@ func (q *Queries) DeleteSchedule(ctx context.Context, db DBTX, name string) (int
 	return result.RowsAffected(), nil
 }
 
+const getSchedule = `-- name: GetSchedule :one
+SELECT name, cron, every, spec, created_by, created_at FROM deployment_schedules WHERE name = $1
+`
+
+func (q *Queries) GetSchedule(ctx context.Context, db DBTX, name string) (DeploymentSchedule, error) {
+	row := db.QueryRow(ctx, getSchedule, name)
+	var i DeploymentSchedule
+	err := row.Scan(
+		&i.Name,
+		&i.Cron,
+		&i.Every,
+		&i.Spec,
+		&i.CreatedBy,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const insertSchedule = `-- name: InsertSchedule :one
 
 INSERT INTO deployment_schedules (name, cron, every, spec, created_by)

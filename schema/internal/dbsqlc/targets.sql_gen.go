@@ -21,12 +21,48 @@ func (q *Queries) DeregisterTarget(ctx context.Context, db DBTX, name string) (i
 	return result.RowsAffected(), nil
 }
 
-const listTargets = `-- name: ListTargets :many
-SELECT id, name, mode, address, labels, assigned_instance_id, created_at, updated_at, deregistered_at FROM targets WHERE deregistered_at IS NULL ORDER BY name
+const getTarget = `-- name: GetTarget :one
+SELECT id, name, mode, address, labels, assigned_instance_id, created_at, updated_at, deregistered_at FROM targets WHERE name = $1 AND deregistered_at IS NULL
 `
 
-func (q *Queries) ListTargets(ctx context.Context, db DBTX) ([]Target, error) {
-	rows, err := db.Query(ctx, listTargets)
+func (q *Queries) GetTarget(ctx context.Context, db DBTX, name string) (Target, error) {
+	row := db.QueryRow(ctx, getTarget, name)
+	var i Target
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Mode,
+		&i.Address,
+		&i.Labels,
+		&i.AssignedInstanceID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.DeregisteredAt,
+	)
+	return i, err
+}
+
+const listTargets = `-- name: ListTargets :many
+SELECT id, name, mode, address, labels, assigned_instance_id, created_at, updated_at, deregistered_at FROM targets
+WHERE deregistered_at IS NULL
+  AND name > $1::text
+  AND labels @> $2::jsonb
+ORDER BY name
+LIMIT $3
+`
+
+type ListTargetsParams struct {
+	After    string
+	Selector []byte
+	MaxRows  int32
+}
+
+// ListTargets lists registered targets by name, a page at a time: those named after
+// after (” from the first) whose labels hold every key and value of selector ('{}'
+// matches every target), at most max_rows. The unique index on name serves the page,
+// targets_labels (GIN) the selector.
+func (q *Queries) ListTargets(ctx context.Context, db DBTX, arg ListTargetsParams) ([]Target, error) {
+	rows, err := db.Query(ctx, listTargets, arg.After, arg.Selector, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +122,7 @@ type RegisterTargetParams struct {
 	HeartbeatTimeoutSeconds float64
 }
 
-// Targets: registration and listing (schema/targets.go).
+// Targets: registration, reading and listing (schema/targets.go).
 // RegisterTarget registers a target or updates the one of that name, registering it
 // again if it was deregistered. A listen-mode target is pinned to the live Thorax
 // instance (a heartbeat within heartbeat_timeout_seconds) with the fewest targets

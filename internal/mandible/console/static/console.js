@@ -361,20 +361,29 @@
   }
 
   // ---- targets and instances ----
+  // allTargets reads every target, following the list's next links page by page.
+  async function allTargets() {
+    const targets = [];
+    for (let path = "/api/v1/targets?limit=1000"; path;) {
+      const r = await call("GET", path);
+      if (!r.ok) return r;
+      targets.push(...r.body.targets);
+      path = r.body.next && r.body.next !== path ? r.body.next : "";
+    }
+    return { ok: true, body: { targets } };
+  }
   async function targetsPage() {
-    const [ts, is] = await Promise.all([call("GET", "/api/v1/targets"), call("GET", "/api/v1/thorax-instances")]);
+    const [ts, is] = await Promise.all([allTargets(), call("GET", "/api/v1/thorax-instances")]);
     const instances = is.ok ? is.body.instances : [];
     const byID = new Map(instances.map((i) => [i.id, i]));
     const ibody = document.querySelector("#instances tbody");
     if (!is.ok) fillBody(ibody, [], 6, "Instances unavailable: " + problemText(is));
     else {
-      const count = new Map();
-      for (const t of ts.ok ? ts.body.targets : []) if (t.assigned_instance_id) count.set(t.assigned_instance_id, (count.get(t.assigned_instance_id) || 0) + 1);
       fillBody(ibody, instances.map((i) => el("tr", {}, el("td", { text: i.name }),
         el("td", { text: (i.cert_name ? "thorax/" + i.cert_name : "none") + (i.scoped ? " (scoped)" : "") }),
         el("td", {}, el("code", { text: i.id })),
         el("td", {}, statusEl(i.live ? "live" : "dead")), el("td", { "data-heartbeat": i.last_heartbeat_at, text: age(i.last_heartbeat_at) }),
-        el("td", { text: String(count.get(i.id) || 0) }))), 6, "No Thorax instance has registered.");
+        el("td", { text: String(i.targets || 0) }))), 6, "No Thorax instance has registered.");
     }
     const tbody = document.querySelector("#targets tbody");
     if (!ts.ok) { fillBody(tbody, [], 5, problemText(ts)); return; }
