@@ -14,6 +14,8 @@ func newTokenCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Make API tokens and the lines of Mandible's token file (http.token_file)",
+		Long: "Make API tokens and the lines of Mandible's token file (http.token_file). A token's\n" +
+			"--scope is what it may do.\n\n" + apitoken.ScopeHelp,
 	}
 	var (
 		name  string
@@ -40,7 +42,7 @@ func newTokenCommand() *cobra.Command {
 		},
 	}
 	create.Flags().StringVar(&name, "name", "", "the token's name, recorded on everything it writes (required)")
-	create.Flags().StringVar(&scope, "scope", string(apitoken.ScopeRead), "read, deploy or admin")
+	create.Flags().StringVar(&scope, "scope", string(apitoken.ScopeRead), "read, deploy or admin (mantisctl token --help says what each allows)")
 	_ = create.MarkFlagRequired("name")
 
 	hash := &cobra.Command{
@@ -62,7 +64,7 @@ func newTokenCommand() *cobra.Command {
 		},
 	}
 	hash.Flags().StringVar(&name, "name", "", "the token's name (required)")
-	hash.Flags().StringVar(&scope, "scope", string(apitoken.ScopeRead), "read, deploy or admin")
+	hash.Flags().StringVar(&scope, "scope", string(apitoken.ScopeRead), "read, deploy or admin (mantisctl token --help says what each allows)")
 	_ = hash.MarkFlagRequired("name")
 	cmd.AddCommand(create, hash)
 	return cmd

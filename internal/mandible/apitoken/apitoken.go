@@ -18,15 +18,35 @@ import (
 // admin implies deploy, which implies read.
 type Scope string
 
-// The scopes, weakest first.
+// The scopes, weakest first; ScopeHelp says what each allows.
 const (
-	// ScopeRead reads deployments, targets, dispatch requests and the event streams.
+	// ScopeRead reads: every GET under /api/v1 but those of the dead-letter queue
+	// and of webhooks, and the event streams under /sse.
 	ScopeRead Scope = "read"
-	// ScopeDeploy also creates and cancels deployments and enqueues dispatch requests.
+	// ScopeDeploy also creates, cancels, resumes and re-runs deployments, takes the
+	// decisions they wait for, and enqueues dispatch requests.
 	ScopeDeploy Scope = "deploy"
-	// ScopeAdmin also manages the dead-letter queue and registers or removes targets.
+	// ScopeAdmin also writes the fleet's settings (targets, limits, freezes,
+	// schedules, webhooks), reads webhooks and the dead-letter queue, requeues and
+	// purges it, and overrides freezes.
 	ScopeAdmin Scope = "admin"
 )
+
+// ScopeHelp says what each scope allows, as the route table of
+// internal/mandible/httpapi enforces it; a test there holds the GET routes it names
+// to the scope they need.
+const ScopeHelp = `Each scope includes the ones before it:
+  read    every GET under /api/v1 (deployments, their output and decisions, dispatch
+          requests, targets, Thorax instances, limits, freezes, schedules) and the
+          event streams under /sse, but not the dead-letter queue nor webhooks:
+          GET /api/v1/dlq, GET /api/v1/webhooks, GET /api/v1/webhooks/{id} and
+          GET /api/v1/webhooks/{id}/failures need admin.
+  deploy  also create (and dry-run), cancel, resume and re-run deployments, take the
+          decisions they wait for, and enqueue dispatch requests.
+  admin   also register and deregister targets; set and delete limits; create and
+          delete freezes and schedules; create, read and delete webhooks and read
+          their failed deliveries; list, requeue and purge the dead-letter queue;
+          override a freeze (override_freeze=true).`
 
 var scopeRank = map[Scope]int{ScopeRead: 1, ScopeDeploy: 2, ScopeAdmin: 3}
 

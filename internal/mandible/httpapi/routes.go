@@ -151,9 +151,11 @@ func (s *server) routeAPI(mux *http.ServeMux, g *gate, dlq DLQ) {
 	}
 }
 
-// apiRoutes is the route table of /api/v1: reads need read; deployments, their
-// cancel and dispatch requests need deploy; the DLQ and target registration need
-// admin. Deployments are created and cancelled only with a Temporal client.
+// apiRoutes is the route table of /api/v1, each route with the scope it needs
+// (apitoken.ScopeHelp says the same in words): reads need read, but for the DLQ's
+// and the webhooks' (fleetRoutes), which need admin; deployments, their cancel and
+// dispatch requests need deploy; the DLQ, targets' and limits' writes need admin.
+// Deployments are created and cancelled only with a Temporal client.
 func (s *server) apiRoutes(dlq DLQ) []apiRoute {
 	routes := []apiRoute{
 		{"POST /api/v1/dispatch-requests", apitoken.ScopeDeploy, s.enqueueDispatchRequests},
