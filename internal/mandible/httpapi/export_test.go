@@ -24,7 +24,7 @@ func Routes(temporal client.Client) []RouteScope {
 	for _, rt := range s.apiRoutes(nil) {
 		out = append(out, RouteScope{Pattern: rt.pattern, Scope: string(rt.scope)})
 	}
-	for _, p := range []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET " + api.OpenAPIPath, "GET " + api.DeploymentSpecSchemaPath} {
+	for _, p := range []string{"GET /healthz", "GET /readyz", "GET /version", "GET /metrics", "GET " + api.OpenAPIPath, "GET " + api.DeploymentSpecSchemaPath} {
 		out = append(out, RouteScope{Pattern: p})
 	}
 	return out

@@ -18,6 +18,7 @@ import (
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/mandible/httpapi"
+	"github.com/mantis-deploy/mantis/internal/version"
 	"github.com/mantis-deploy/mantis/schema"
 )
 
@@ -67,7 +68,7 @@ var schemaTypes = map[string]reflect.Type{
 	"DLQRequeueResult": reflect.TypeFor[api.DLQRequeueResult](), "DLQPurgeBody": reflect.TypeFor[api.DLQPurgeBody](),
 	"DLQPurgeResult": reflect.TypeFor[api.DLQPurgeResult](), "DLQListing": reflect.TypeFor[broker.DLQListing](),
 	"DLQMessage": reflect.TypeFor[broker.DLQMessage](), "Health": reflect.TypeFor[api.Health](),
-	"Readiness":  reflect.TypeFor[api.Readiness](),
+	"Readiness": reflect.TypeFor[api.Readiness](), "BuildInfo": reflect.TypeFor[version.Info](),
 	"OutputPage": reflect.TypeFor[api.OutputPage](), "OutputChunk": reflect.TypeFor[api.OutputChunk](),
 	"Limit": reflect.TypeFor[api.Limit](), "LimitList": reflect.TypeFor[api.LimitList](),
 	"Decision": reflect.TypeFor[api.Decision](), "DecisionList": reflect.TypeFor[api.DecisionList](),
@@ -203,6 +204,7 @@ func filledValues() map[string]any {
 		"DLQPurgeResult":      api.DLQPurgeResult{Purged: 1},
 		"Health":              api.Health{Status: api.StatusOK},
 		"Readiness":           api.Readiness{Ready: true, Checks: map[string]string{"database": api.StatusOK}},
+		"BuildInfo":           version.Info{Version: "v1.4.0", Commit: "0123456789ab", GoVersion: "go1.26.8", Modified: true},
 	}
 }
 
