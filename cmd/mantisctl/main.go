@@ -11,9 +11,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/spf13/cobra"
+	mantiscli "github.com/mantis-deploy/mantis/internal/cli"
 
-	"github.com/mantis-deploy/mantis/internal/version"
+	"github.com/spf13/cobra"
 )
 
 func main() {
@@ -83,7 +83,7 @@ func newCLI() *cli {
 			return nil
 		},
 	}
-	version.SetOn(root)
+	mantiscli.SetVersion(root)
 	c.flags.register(root)
 	f := c.flags
 	root.AddCommand(newDevCommand(), newRequestsCommand(f), newTargetsCommand(f),

@@ -118,7 +118,7 @@ func (d Daemon[C]) Command() (*cobra.Command, func() (C, error)) {
 	}
 	root.PersistentFlags().StringVar(&configPath, "config", "",
 		d.ConfigUsage+" (default "+d.defaultConfig()+" when it exists; \"\" for none)")
-	version.SetOn(root)
+	SetVersion(root)
 	root.AddCommand(d.checkConfigCommand(load))
 	return root, load
 }
@@ -177,4 +177,13 @@ func ExitStatus(err error) int {
 		return ExitConfig
 	}
 	return 1
+}
+
+// versionTemplate is a cobra version template printing "NAME VERSION-LINE".
+const versionTemplate = "{{.Name}} {{.Version}}\n"
+
+// SetVersion gives cmd a --version flag printing the running binary's build.
+func SetVersion(cmd *cobra.Command) {
+	cmd.Version = version.String()
+	cmd.SetVersionTemplate(versionTemplate)
 }

@@ -8,12 +8,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/cli"
 	"github.com/mantis-deploy/mantis/internal/config"
+	"github.com/mantis-deploy/mantis/internal/version"
 )
 
 // fakeConfig is a configuration whose String is its redacted form.
@@ -139,4 +143,16 @@ func TestCheckConfigWarnsOfUnknownVariables(t *testing.T) {
 	root.SetErr(&errOut)
 	require.NoError(t, execute(root, "check-config", "--config", ""))
 	require.Contains(t, errOut.String(), "warning: MANTIS_DATABSE_URL is not a configuration variable of this process\n")
+}
+
+func TestSetVersionAddsTheVersionFlag(t *testing.T) {
+	t.Parallel()
+	cmd := &cobra.Command{Use: "mandible", RunE: func(*cobra.Command, []string) error { return nil }}
+	cli.SetVersion(cmd)
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--version"})
+	require.NoError(t, cmd.Execute())
+	require.Equal(t, "mandible "+version.String()+"\n", out.String())
+	require.Contains(t, out.String(), runtime.Version())
 }

@@ -1,6 +1,7 @@
 // Package version says which build of Mantis is running: its version, the commit it
 // was built from and the Go version that built it. Each binary (mandible, thorax,
-// agent, mantisctl) prints it for --version.
+// agent, mantisctl) prints it for --version (internal/cli.SetVersion), and each process
+// serves it at /version and as mantis_build_info. It links the standard library only.
 //
 // The version and commit come from the module's build information (a `go install`
 // of a tagged module, or a build in a VCS checkout); a release build overrides them:
@@ -13,8 +14,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-
-	"github.com/spf13/cobra"
 )
 
 // version and commit are set with -ldflags -X at release builds. They are package
@@ -92,12 +91,3 @@ func (i Info) String() string {
 
 // String is the running binary's build on one line (see Info.String).
 func String() string { return Get().String() }
-
-// Template is a cobra version template printing "NAME VERSION-LINE".
-const Template = "{{.Name}} {{.Version}}\n"
-
-// SetOn gives cmd a --version flag printing the running binary's build.
-func SetOn(cmd *cobra.Command) {
-	cmd.Version = String()
-	cmd.SetVersionTemplate(Template)
-}

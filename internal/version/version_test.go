@@ -3,10 +3,8 @@ package version
 import (
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,16 +40,4 @@ func TestResolveWithoutBuildInformation(t *testing.T) {
 	require.Equal(t, Info{Version: Unknown, Commit: Unknown, GoVersion: runtime.Version()}, info)
 	info = resolve(&debug.BuildInfo{Main: debug.Module{Version: develVersion}}, true, "", "")
 	require.Equal(t, Unknown, info.Version, "a checkout build has no version of its own")
-}
-
-func TestSetOnAddsTheVersionFlag(t *testing.T) {
-	t.Parallel()
-	cmd := &cobra.Command{Use: "mandible", RunE: func(*cobra.Command, []string) error { return nil }}
-	SetOn(cmd)
-	var out strings.Builder
-	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--version"})
-	require.NoError(t, cmd.Execute())
-	require.Equal(t, "mandible "+String()+"\n", out.String())
-	require.Contains(t, out.String(), runtime.Version())
 }
