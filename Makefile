@@ -283,14 +283,17 @@ clean: ## Remove binaries (keeps the stack's data in .mantis/).
 # The installation artefacts of deploy/ (see deploy/README.md): Dockerfile, Compose,
 # systemd and broker-definition rules (go test ./deploy/...), `docker-compose config`
 # on a prepared copy of deploy/compose, the Helm chart rendered and decoded strictly
-# (its own module, when present), systemd-analyze verify of the units, and the Ansible
-# role applied twice (the second run changes nothing) to a throw-away stack's broker,
-# on which a smoke deployment then runs as the role's users.
+# (its own module, when present), systemd-analyze verify of the units, the broker role
+# applied twice (the second run changes nothing) to a throw-away stack's broker, on
+# which a smoke deployment then runs as the role's users, and the Mandible, Thorax and
+# agent roles applied twice to Debian 12 roots through Ansible's chroot connection
+# (the root's debootstrap tarball cached under $(STACK_DIR)/cache).
 DEPLOY_CHECK_DIR ?= $(STACK_DIR)/deploy-check
-deploy-tools: ## Install what deploy-check needs and the machine lacks (ansible, docker-compose).
+deploy-tools: ## Install what deploy-check needs and the machine lacks (ansible, docker-compose, debootstrap).
 	@missing=""; \
 	command -v ansible-playbook >/dev/null || missing="$$missing ansible"; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
 deploy-check: build deploy-tools ## Check every installation artefact of deploy/ (one throw-away stack).
@@ -302,3 +305,4 @@ deploy-check: build deploy-tools ## Check every installation artefact of deploy/
 	@if [ -f deploy/helm/test/go.mod ]; then cd deploy/helm/test && $(GO) test -count=1 ./...; fi
 	deploy/check/systemd-verify.sh
 	$(BIN)/mantisctl dev exec --dir $(DEPLOY_CHECK_DIR) -- deploy/check/ansible-broker.sh
+	MANTIS_BIN=$(BIN) MANTIS_CACHE_DIR=$(STACK_DIR)/cache deploy/check/ansible-roles.sh

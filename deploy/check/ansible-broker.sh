@@ -49,6 +49,7 @@ cat > "$work/vars.json" <<JSON
   "rabbitmq_thorax_password": "$(cat "$work/thorax-password")",
   "rabbitmq_node": "$RABBITMQ_NODENAME",
   "rabbitmq_ctl_environment": {"HOME": "$cookie_home", "ERL_EPMD_PORT": "$epmd_port", "PATH": "$rabbitmq_bin:$PATH"},
+  "rabbitmq_source": "debian",
   "rabbitmq_install": false,
   "rabbitmq_manage_service": false,
   "rabbitmq_conf_path": "$work/rabbitmq.conf",
