@@ -181,6 +181,49 @@ grep -qx 'User=mantis-agent' "$agent/etc/systemd/system/mantis-agent.service.d/u
 grep -q 'address = "thorax.example.com:9190"' "$work/check-config-agent.txt" || fail "agent: check-config does not show the Thorax address"
 grep -q 'cert_path = "/etc/mantis/certs/agent-web-1.crt"' "$work/check-config-agent.txt" || fail "agent: check-config does not show its certificate"
 
+# The broker role's team path as far as this machine can go without reaching
+# Team RabbitMQ's repositories: its key, sources and preferences applied to a
+# root of its own (tag rabbitmq_apt_sources, twice), then read by the root's apt.
+mkdir "$work/broker"
+tar -C "$work/broker" -xzf "$tarball"
+cat > "$work/team-sources.yml" <<'YAML'
+- name: The broker role's team apt sources
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Apply the key, sources and preferences of rabbitmq_source team
+      ansible.builtin.import_role:
+        name: rabbitmq
+        tasks_from: install-team.yml
+YAML
+printf 'broker-1 ansible_host=%s ansible_connection=community.general.chroot ansible_python_interpreter=/usr/bin/python3\n' \
+	"$work/broker" > "$work/broker.ini"
+team() {
+	ANSIBLE_ROLES_PATH=$repo/deploy/ansible/roles ansible-playbook -i "$work/broker.ini" --tags rabbitmq_apt_sources \
+		"$work/team-sources.yml" > "$work/team-$1.log" 2>&1 || { cat "$work/team-$1.log"; fail "team sources, run $1, failed"; }
+}
+team 1
+grep -Eq '^broker-1 +: ok=[0-9]+ +changed=3 +unreachable=0 +failed=0' "$work/team-1.log" || { cat "$work/team-1.log"; fail "team sources: run 1 did not write the key, sources and preferences"; }
+team 2
+grep -Eq '^broker-1 +: ok=[0-9]+ +changed=0 +unreachable=0 +failed=0' "$work/team-2.log" || { cat "$work/team-2.log"; fail "team sources: run 2 changed something"; }
+inroot() { env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$@"; }
+# What apt update would fetch (printed, not fetched), then the preferences: no
+# warning or error from apt, and Debian's rabbitmq-server (the root's only one
+# known) is never a candidate.
+inroot "$work/broker" apt-get update --print-uris > "$work/team-uris.txt" 2>&1 || { cat "$work/team-uris.txt"; fail "team sources: apt does not read them"; }
+for host in deb1 deb2; do
+	for repository in rabbitmq-erlang rabbitmq-server; do
+		grep -q "^'https://$host.rabbitmq.com/$repository/debian/bookworm/dists/bookworm/InRelease' " "$work/team-uris.txt" ||
+			{ cat "$work/team-uris.txt"; fail "team sources: apt would not fetch $host's $repository for bookworm"; }
+	done
+done
+inroot "$work/broker" apt-cache policy rabbitmq-server > "$work/team-policy.txt" 2>&1
+! grep -Eq '^(W|E):' "$work/team-policy.txt" || { cat "$work/team-policy.txt"; fail "team sources: apt rejects the preferences"; }
+grep -q '^  Candidate: (none)$' "$work/team-policy.txt" || { cat "$work/team-policy.txt"; fail "team sources: Debian's rabbitmq-server is still a candidate"; }
+# The key the sources name is the role's (deploy/ansible_test.go checks its fingerprint).
+cmp -s "$repo/deploy/ansible/roles/rabbitmq/files/com.rabbitmq.team.asc" "$work/broker/etc/apt/keyrings/com.rabbitmq.team.asc" ||
+	fail "team sources: /etc/apt/keyrings/com.rabbitmq.team.asc is not the role's key"
+
 host_state > "$work/host-after"
 diff -u "$work/host-before" "$work/host-after" || fail "the roles changed this machine"
-echo "ansible roles: mantis_mandible, mantis_thorax, mantis_agent applied twice to $suite roots (second run changed=0); files, modes, users and check-config verified"
+echo "ansible roles: mantis_mandible, mantis_thorax, mantis_agent applied twice to $suite roots (second run changed=0); files, modes, users and check-config verified; the broker role's team apt sources read by apt"
