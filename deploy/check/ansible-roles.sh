@@ -39,8 +39,12 @@ done
 
 work=$(mktemp -d /tmp/mantis-ansible-roles.XXXXXX)
 cleanup() {
-	# Nothing is mounted under $work by this script; refuse to remove it if
-	# something is, rather than delete through a mount.
+	# debootstrap mounts /proc and /sys in the root it builds and may leave them
+	# there when it fails: unmount whatever is under $work (deepest first), and
+	# remove $work only once nothing is.
+	awk -v w="$work/" 'index($2, w) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+		umount -l "$m" || true
+	done
 	if awk -v w="$work/" 'index($2, w) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
 		echo "ansible-roles.sh: mounts left under $work; not removing it" >&2
 		return
@@ -48,6 +52,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The host's state the roles must not touch.
 host_state() {
