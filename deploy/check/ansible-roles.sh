@@ -1,12 +1,15 @@
 #!/bin/bash
 # Run by make deploy-check: applies site.yml's Mandible, Thorax and agent plays
-# (deploy/ansible/roles/mantis_*) with Ansible's chroot connection to three fresh
-# Debian 12 roots (debootstrap --variant=minbase bookworm, one per role), twice,
-# the second run having to report changed=0 for each; then checks what the roles
-# left inside the roots: the binaries, the mantis group and the agent's user, the
-# certificates' modes, the units, and each configuration loading with its
-# daemon's check-config run under chroot. Also ansible-playbook --syntax-check of
-# site.yml (which takes in the broker role's team and debian install paths).
+# (deploy/ansible/roles/mantis_*) with Ansible's chroot connection to four fresh
+# Debian 12 roots (debootstrap --variant=minbase bookworm): Mandible's, Thorax's,
+# a poll agent's running as the user mantis-agent and a listen agent's running as
+# root. Twice: the second run has to report changed=0 for each. Then it checks
+# what the roles left inside the roots: the binaries, the mantis group and the
+# agent's user, the certificates' modes, the units, and each configuration
+# loading with its daemon's check-config run under chroot. Also
+# ansible-playbook --syntax-check of site.yml (which takes in the broker role's
+# team and debian install paths), and the broker role's team apt sources applied
+# to a root of their own and read by its apt.
 #
 # Service management is off (mantis_manage_service=false: no systemd runs in a
 # chroot), and so is become (no sudo in minbase; the check runs as root). The
@@ -79,14 +82,17 @@ if [ ! -s "$tarball" ]; then
 	tar -C "$work/build" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
 	rm -rf "$work/build"
 fi
-roots=(mandible thorax agent)
+# Each root and the daemon installed in it: web-1 is a poll agent running as the
+# user mantis-agent, web-2 a listen agent running as root (the unit's default).
+roots=(mandible thorax agent agent-listen)
+daemons=(mandible thorax agent agent)
 for r in "${roots[@]}"; do
 	mkdir "$work/$r"
 	tar -C "$work/$r" -xzf "$tarball"
 done
 
 # Certificates, the API token file and the secrets the roles install.
-"$bin/mantisctl" dev certs --dir "$work/certs" --issue agent/web-1 > /dev/null
+"$bin/mantisctl" dev certs --dir "$work/certs" --issue agent/web-1 --issue agent/web-2 > /dev/null
 "$bin/mantisctl" token create --name deploy-check --scope admin | sed -n '/^\[\[tokens\]\]/,$p' > "$work/tokens.toml"
 grep -q '^sha256 = ' "$work/tokens.toml"
 cat > "$work/inventory.ini" <<INI
@@ -99,7 +105,8 @@ mandible-1 ansible_host=$work/mandible
 thorax-1 ansible_host=$work/thorax
 
 [agents]
-web-1 ansible_host=$work/agent
+web-1 ansible_host=$work/agent mantis_agent_user=mantis-agent
+web-2 ansible_host=$work/agent-listen mantis_agent_mode=listen
 
 [all:vars]
 ansible_connection=community.general.chroot
@@ -120,15 +127,14 @@ cat > "$work/vars.json" <<JSON
   "mantis_thorax_queue_host": "rabbitmq.example.com",
   "rabbitmq_thorax_password": "deploy-check-thorax",
   "mantis_agent_thorax_address": "thorax.example.com:9190",
-  "mantis_agent_labels": {"env": "check", "zone": "a"},
-  "mantis_agent_user": "mantis-agent"
+  "mantis_agent_labels": {"env": "check", "zone": "a"}
 }
 JSON
 
 export ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_FORCE_COLOR=0
 ansible-playbook -i "$repo/deploy/ansible/inventory.example.ini" --syntax-check "$repo/deploy/ansible/site.yml"
 
-hosts=(mandible-1 thorax-1 web-1)
+hosts=(mandible-1 thorax-1 web-1 web-2)
 play() {
 	ansible-playbook -i "$work/inventory.ini" -e "@$work/vars.json" "$repo/deploy/ansible/site.yml" \
 		> "$work/play-$1.log" 2>&1 || { cat "$work/play-$1.log"; echo "run $1 of site.yml failed"; exit 1; }
@@ -150,19 +156,20 @@ done
 fail() { echo "ansible-roles.sh: $*"; exit 1; }
 # A path's mode and owners as the root names them (its own /etc/group).
 mode() { chroot "$1" stat -c '%a %U:%G' "$2"; }
-for i in 0 1 2; do
+for i in "${!roots[@]}"; do
 	r=${roots[$i]}
+	d=${daemons[$i]}
 	root=$work/$r
-	[ -x "$root/usr/local/bin/$r" ] || fail "$r: /usr/local/bin/$r is not executable"
-	cmp -s "$bin/$r" "$root/usr/local/bin/$r" || fail "$r: /usr/local/bin/$r is not bin/$r"
-	cmp -s "$repo/deploy/systemd/mantis-$r.service" "$root/etc/systemd/system/mantis-$r.service" ||
-		fail "$r: /etc/systemd/system/mantis-$r.service is not deploy/systemd's"
+	[ -x "$root/usr/local/bin/$d" ] || fail "$r: /usr/local/bin/$d is not executable"
+	cmp -s "$bin/$d" "$root/usr/local/bin/$d" || fail "$r: /usr/local/bin/$d is not bin/$d"
+	cmp -s "$repo/deploy/systemd/mantis-$d.service" "$root/etc/systemd/system/mantis-$d.service" ||
+		fail "$r: /etc/systemd/system/mantis-$d.service is not deploy/systemd's"
 	chroot "$root" getent group mantis > /dev/null || fail "$r: no group mantis"
 	[ "$(mode "$root" /etc/mantis)" = "750 root:mantis" ] || fail "$r: /etc/mantis is $(mode "$root" /etc/mantis)"
-	[ "$(mode "$root" "/etc/mantis/$r.toml")" = "640 root:mantis" ] || fail "$r: $r.toml is $(mode "$root" "/etc/mantis/$r.toml")"
+	[ "$(mode "$root" "/etc/mantis/$d.toml")" = "640 root:mantis" ] || fail "$r: $d.toml is $(mode "$root" "/etc/mantis/$d.toml")"
 	# The configuration the unit reads (/etc/mantis/<name>.toml, the default path).
-	env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$root" "/usr/local/bin/$r" check-config > "$work/check-config-$r.txt" ||
-		fail "$r: $r check-config under chroot failed"
+	env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$root" "/usr/local/bin/$d" check-config > "$work/check-config-$r.txt" ||
+		fail "$r: $d check-config under chroot failed"
 	# The units run Mandible and Thorax as DynamicUser accounts: a static account
 	# of the same name would replace the dynamic one.
 	for u in mantis-mandible mantis-thorax; do
@@ -186,6 +193,12 @@ grep -qx 'User=mantis-agent' "$agent/etc/systemd/system/mantis-agent.service.d/u
 [ "$(mode "$agent" /etc/mantis/certs/agent-web-1.key)" = "640 root:mantis" ] || fail "agent: key mode $(mode "$agent" /etc/mantis/certs/agent-web-1.key)"
 grep -q 'address = "thorax.example.com:9190"' "$work/check-config-agent.txt" || fail "agent: check-config does not show the Thorax address"
 grep -q 'cert_path = "/etc/mantis/certs/agent-web-1.crt"' "$work/check-config-agent.txt" || fail "agent: check-config does not show its certificate"
+listen=$work/agent-listen
+! chroot "$listen" getent passwd mantis-agent > /dev/null || fail "agent-listen: a user mantis-agent exists"
+[ ! -e "$listen/etc/systemd/system/mantis-agent.service.d/user.conf" ] || fail "agent-listen: a User= drop-in exists"
+[ "$(mode "$listen" /etc/mantis/certs/agent-web-2.key)" = "600 root:mantis" ] || fail "agent-listen: key mode $(mode "$listen" /etc/mantis/certs/agent-web-2.key)"
+grep -q '^mode = "listen"' "$work/check-config-agent-listen.txt" || fail "agent-listen: check-config does not show listen mode"
+grep -q 'address = "0.0.0.0:9191"' "$work/check-config-agent-listen.txt" || fail "agent-listen: check-config does not show its listen address"
 
 # The broker role's team path as far as this machine can go without reaching
 # Team RabbitMQ's repositories: its key, sources and preferences applied to a
@@ -232,4 +245,4 @@ cmp -s "$repo/deploy/ansible/roles/rabbitmq/files/com.rabbitmq.team.asc" "$work/
 
 host_state > "$work/host-after"
 diff -u "$work/host-before" "$work/host-after" || fail "the roles changed this machine"
-echo "ansible roles: mantis_mandible, mantis_thorax, mantis_agent applied twice to $suite roots (second run changed=0); files, modes, users and check-config verified; the broker role's team apt sources read by apt"
+echo "ansible roles: mantis_mandible, mantis_thorax, mantis_agent (poll and listen) applied twice to $suite roots (second run changed=0); files, modes, users and check-config verified; the broker role's team apt sources read by apt"
