@@ -2,7 +2,7 @@ package deploy_test
 
 import (
 	"bytes"
-	"crypto/sha1" //nolint:gosec // an OpenPGP v4 fingerprint is SHA-1 by definition
+	"crypto/sha1" // an OpenPGP v4 fingerprint is SHA-1 by definition
 	"encoding/base64"
 	"encoding/hex"
 	"os"
@@ -162,7 +162,7 @@ func openPGPFingerprint(t *testing.T, armored []byte) string {
 		t.Fatalf("the key does not start with a public key packet (0x%02x)", tag)
 	}
 	require.LessOrEqual(t, header+length, len(packets))
-	h := sha1.New() //nolint:gosec // see the import
+	h := sha1.New()
 	h.Write([]byte{0x99, byte(length >> 8), byte(length)})
 	h.Write(packets[header : header+length])
 	return strings.ToUpper(hex.EncodeToString(h.Sum(nil)))
