@@ -281,7 +281,9 @@ clean: ## Remove binaries (keeps the stack's data in .mantis/).
 
 .PHONY: deploy-check deploy-tools
 # The installation artefacts of deploy/ (see deploy/README.md): Dockerfile, Compose,
-# systemd and broker-definition rules (go test ./deploy/...), `docker-compose config`
+# systemd and broker-definition rules (go test ./deploy/...), the agent image's root
+# file system rebuilt with debootstrap and a command run through the agent in it
+# under chroot (MANTIS_ROOTFS=1; cached in .mantis/cache/rootfs), `docker-compose config`
 # on a prepared copy of deploy/compose, the Helm chart rendered and decoded strictly
 # (its own module, when present), systemd-analyze verify of the units, the broker role
 # applied twice (the second run changes nothing) to a throw-away stack's broker, on
@@ -297,7 +299,7 @@ deploy-tools: ## Install what deploy-check needs and the machine lacks (ansible,
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
 deploy-check: build deploy-tools ## Check every installation artefact of deploy/ (one throw-away stack).
-	$(GO) test -count=1 ./deploy/... ./internal/sdnotify/
+	MANTIS_ROOTFS=1 $(GO) test -count=1 ./deploy/... ./internal/sdnotify/ ./internal/testrig/rootfs/
 	@tmp=$$(mktemp -d) && mkdir -p $$tmp/deploy && cp -r deploy/compose deploy/rabbitmq $$tmp/deploy/ && \
 		MANTISCTL=$(abspath $(BIN))/mantisctl $$tmp/deploy/compose/setup.sh >/dev/null && \
 		(cd $$tmp/deploy/compose && docker-compose -f compose.yaml config -q) && echo "compose config: ok"; \

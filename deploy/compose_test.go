@@ -130,3 +130,49 @@ func TestComposeTemporalUsesPostgreSQLAndMandiblesCodec(t *testing.T) {
 	require.True(t, strings.HasSuffix(ui.Environment["TEMPORAL_CODEC_ENDPOINT"], "/codec"))
 	require.Contains(t, services["mandible-1"].Secrets, "mandible_config", "passwords reach Mandible as a secret file")
 }
+
+// TestComposeAgentsRunTheAgentImage checks that the agents run the agent image,
+// which has a shell (the agent runs every command as /bin/sh -c), and that Mandible
+// and Thorax keep the distroless one: the repository's last element is the title
+// label of the Dockerfile stage that builds it.
+func TestComposeAgentsRunTheAgentImage(t *testing.T) {
+	t.Parallel()
+	checked := 0
+	for name, svc := range loadCompose(t) {
+		repo, _ := imageVersion(os.Expand(svc.Image, func(v string) string {
+			_, def, _ := strings.Cut(v, ":-")
+			return def
+		}))
+		want := ""
+		switch {
+		case strings.HasPrefix(name, "agent-"):
+			want = "ghcr.io/mantis-deploy/mantis-agent"
+			require.Contains(t, svc.Image, "${MANTIS_AGENT_IMAGE:-", "service %s", name)
+		case strings.HasPrefix(name, "mandible-"), strings.HasPrefix(name, "thorax-"):
+			want = "ghcr.io/mantis-deploy/mantis"
+			require.Contains(t, svc.Image, "${MANTIS_IMAGE:-", "service %s", name)
+		default:
+			continue
+		}
+		require.Equal(t, want, repo, "service %s", name)
+		checked++
+	}
+	require.Equal(t, 6, checked)
+	_, stages := parseDockerfile(t, "Dockerfile")
+	require.Equal(t, "mantis", stageTitle(stages[len(stages)-1]), "the default stage builds the mantis image")
+	require.Equal(t, "mantis-agent", stageTitle(agentStage(t)), "the agent stage builds the mantis-agent image")
+}
+
+// stageTitle is the org.opencontainers.image.title label of a Dockerfile stage.
+func stageTitle(st dockerStage) string {
+	for _, in := range st.Body {
+		if in.Cmd != "LABEL" {
+			continue
+		}
+		if _, rest, ok := strings.Cut(in.Args, `org.opencontainers.image.title="`); ok {
+			title, _, _ := strings.Cut(rest, `"`)
+			return title
+		}
+	}
+	return ""
+}

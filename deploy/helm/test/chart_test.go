@@ -96,6 +96,7 @@ func TestChartRenders(t *testing.T) {
 			t.Parallel()
 			m := render(t, vs.values)
 			checkContainers(t, m)
+			checkImages(t, m)
 			checkThoraxDrain(t, m)
 			checkConfigs(t, m)
 			checkServices(t, m)

@@ -305,7 +305,8 @@ func checkThoraxDrain(t *testing.T, m *manifests) {
 	drain := l.cfg.(config.Thorax).Drain.Timeout.Duration
 	var preStop time.Duration
 	if lc := pod.Containers[0].Lifecycle; lc != nil && lc.PreStop != nil {
-		require.NotNil(t, lc.PreStop.Sleep, "the image has no shell: a preStop hook can only be the kubelet's sleep")
+		require.False(t, dockerImages(t)["mantis"].HasShell)
+		require.NotNil(t, lc.PreStop.Sleep, "Thorax's distroless image has no shell: a preStop hook can only be the kubelet's sleep")
 		preStop = time.Duration(lc.PreStop.Sleep.Seconds) * time.Second
 	}
 	require.NotNil(t, pod.TerminationGracePeriodSeconds)

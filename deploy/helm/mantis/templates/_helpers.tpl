@@ -49,6 +49,10 @@ app.kubernetes.io/part-of: mantis
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{- define "mantis.agentImage" -}}
+{{- printf "%s:%s" .Values.agentImage.repository (default .Chart.AppVersion .Values.agentImage.tag) }}
+{{- end }}
+
 {{- define "mantis.secretsName" -}}
 {{- default (include "mantis.fullname" .) .Values.secrets.name }}
 {{- end }}
