@@ -134,13 +134,20 @@ func (c *execCluster) startProcess(t *testing.T, name, binary, config string) *m
 	config += c.extraConfig[filepath.Base(binary)]
 	confPath := filepath.Join(c.dir, name+".toml")
 	require.NoError(t, os.WriteFile(confPath, []byte(config), 0o600))
+	cmd := exec.Command(binary, "--config", confPath)
+	cmd.Env = append(environWithoutMantis(), c.extraEnv[filepath.Base(binary)]...)
+	cmd.Dir = c.dir
+	return c.runProcess(t, name, cmd)
+}
+
+// runProcess starts cmd as the process name, its output in the test's directory,
+// stopped (and its log shown on failure) when the test ends.
+func (c *execCluster) runProcess(t *testing.T, name string, cmd *exec.Cmd) *mantisProcess {
+	t.Helper()
 	logPath := filepath.Join(c.dir, name+".log")
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
-	p := &mantisProcess{Name: name, done: make(chan struct{}), logPath: logPath}
-	p.cmd = exec.Command(binary, "--config", confPath)
-	p.cmd.Env = append(environWithoutMantis(), c.extraEnv[filepath.Base(binary)]...)
-	p.cmd.Dir = c.dir
+	p := &mantisProcess{Name: name, done: make(chan struct{}), logPath: logPath, cmd: cmd}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, p.cmd.Start())
