@@ -65,6 +65,9 @@ func (s *Stack) startPostgres(ctx context.Context, dir string, port int) error {
 		"-c", "unix_socket_directories=",
 		"-c", "max_connections=300",
 		"-c", "log_min_messages=warning"}, tlsArgs...)
+	if s.opts.PostgresStatements {
+		args = append(args, "-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.max=2000")
+	}
 	if s.opts.Ephemeral {
 		// Throw-away test clusters trade durability for speed.
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")

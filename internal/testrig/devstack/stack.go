@@ -54,6 +54,10 @@ type Options struct {
 	// stack's database URLs ask for TLS with the server's certificate checked
 	// (sslmode=verify-full against the stack's CA). PostgreSQL serves TLS either way.
 	PostgresRequireTLS bool
+	// PostgresStatements loads pg_stat_statements, so that a run can count the
+	// statements it caused (the soak's report); the extension itself is created by
+	// whoever reads it.
+	PostgresStatements bool
 	RabbitMQ           bool
 	Temporal           bool
 	// TemporalServer runs the production temporal-server (PostgreSQL persistence and

@@ -47,7 +47,7 @@ func StartServers(ctx context.Context) (*Servers, error) {
 		return nil, err
 	}
 	opts := devstack.Options{
-		Dir: dir, Postgres: true, RabbitMQ: true, Temporal: true,
+		Dir: dir, Postgres: true, RabbitMQ: true, Temporal: true, PostgresStatements: true,
 		TemporalServer: os.Getenv(TemporalKindVar) == "server",
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}

@@ -34,6 +34,8 @@ type Report struct {
 	Deployments []DeploymentMinute
 	// CPU is what each group of processes used while the load ran.
 	CPU []CPUUse
+	// Rework is the work done for the requests created while the load ran.
+	Rework *Rework
 	// Problems are failures of the run other than a figure that was not flat
 	// (requests that did not succeed, load the API refused).
 	Problems []string
@@ -62,6 +64,9 @@ func (r Report) Markdown() string {
 		r.Load.Accepted, r.Load.Refused, r.Load.Failed)
 	b.WriteString(r.latencyTable())
 	b.WriteString(r.cpuTable())
+	if r.Rework != nil {
+		b.WriteString(r.Rework.Markdown())
+	}
 	for _, p := range r.Processes {
 		fmt.Fprintf(&b, "\n**%s**", p.Name)
 		if p.Failures > 0 {

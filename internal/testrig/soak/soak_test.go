@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -85,6 +86,10 @@ func TestSoak(t *testing.T) {
 	require.NoError(t, err)
 	machine := machine()
 	cpuGroups := cpuGroups(c, servers)
+	admin, err := pgx.Connect(c.Ctx, servers.AdminURL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	require.NoError(t, soak.ResetStatements(c.Ctx, admin))
 
 	start := time.Now()
 	cpuBefore := soak.ReadCPU(cpuGroups)
@@ -123,6 +128,11 @@ func TestSoak(t *testing.T) {
 	report.Deployments, err = soak.Deployments(c.Ctx, c.Pool, start, minutes)
 	require.NoError(t, err)
 	report.CPU = soak.CPUUses(cpuGroups, cpuBefore, cpuAfter, wall, completedDuring(report.Latency))
+	rework, err := soak.ReadRework(c.Ctx, c.Pool, start)
+	require.NoError(t, err)
+	rework.Statements, err = soak.ReadStatements(c.Ctx, admin, c.Pool.Config().ConnConfig.Database)
+	require.NoError(t, err)
+	report.Rework = &rework
 	report.Problems = problems(report, drained)
 	out := report.Markdown()
 	t.Logf("\n%s", out)
