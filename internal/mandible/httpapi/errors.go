@@ -15,6 +15,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/domain"
+	"github.com/mantis-deploy/mantis/schema"
 )
 
 // writeInputError answers 400 with one field entry per problem of err.
@@ -34,6 +35,21 @@ func writeServerError(w http.ResponseWriter, r *http.Request, logger *slog.Logge
 		return
 	}
 	api.WriteError(w, r, http.StatusInternalServerError, api.CodeInternal, "internal error; see the server log")
+}
+
+// writeLookupError answers a failed read or change of one named item: 404 with
+// notFound when err is schema.ErrNotFound, writeServerError's answer for another
+// error. It reports whether it answered, that is whether err was not nil.
+func writeLookupError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error, notFound string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, schema.ErrNotFound):
+		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, notFound)
+	default:
+		writeServerError(w, r, logger, err)
+	}
+	return true
 }
 
 // retryAfterSeconds is the Retry-After of a 503 for an unavailable dependency.

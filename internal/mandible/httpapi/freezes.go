@@ -51,12 +51,7 @@ func (s *server) listFreezes(w http.ResponseWriter, r *http.Request) {
 func (s *server) getFreeze(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	f, err := schema.GetFreeze(r.Context(), s.db, name, time.Now())
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no freeze named %.130q", name))
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, fmt.Sprintf("no freeze named %.130q", name)) {
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, freezeOf(f))
@@ -65,12 +60,7 @@ func (s *server) getFreeze(w http.ResponseWriter, r *http.Request) {
 func (s *server) deleteFreeze(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := schema.DeleteFreeze(r.Context(), s.db, name)
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no freeze named %.130q", name))
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, fmt.Sprintf("no freeze named %.130q", name)) {
 		return
 	}
 	s.logger.InfoContext(r.Context(), "freeze deleted", "freeze", name, "actor", actor(r))

@@ -34,12 +34,7 @@ func (s *server) listSchedules(w http.ResponseWriter, r *http.Request) {
 func (s *server) getSchedule(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	row, err := schema.GetSchedule(r.Context(), s.db, name)
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no schedule named %.70q", name))
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, fmt.Sprintf("no schedule named %.70q", name)) {
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, s.scheduleView(r.Context(), row, scheduledDeployment(row)))

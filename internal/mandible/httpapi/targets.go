@@ -56,12 +56,7 @@ func (s *server) listTargets(w http.ResponseWriter, r *http.Request) {
 func (s *server) getTarget(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	t, err := schema.GetTarget(r.Context(), s.db, name)
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no registered target named %.130q", name))
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, fmt.Sprintf("no registered target named %.130q", name)) {
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, targetOf(t))
@@ -70,12 +65,7 @@ func (s *server) getTarget(w http.ResponseWriter, r *http.Request) {
 func (s *server) deregisterTarget(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	err := schema.DeregisterTarget(r.Context(), s.db, name)
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, "no registered target named "+name)
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, "no registered target named "+name) {
 		return
 	}
 	s.logger.InfoContext(r.Context(), "target deregistered", "target", name, "actor", actor(r))

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -56,12 +55,7 @@ func (s *server) getWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wh, err := schema.GetWebhook(r.Context(), s.db, id)
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, "no webhook "+id.String())
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, "no webhook "+id.String()) {
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, webhookOf(wh))
@@ -73,12 +67,7 @@ func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := schema.DeleteWebhook(r.Context(), s.db, id)
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, "no webhook "+id.String())
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, "no webhook "+id.String()) {
 		return
 	}
 	s.logger.InfoContext(r.Context(), "webhook deleted", "webhook_id", id, "actor", actor(r))
@@ -103,12 +92,7 @@ func (s *server) listWebhookFailures(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	failed, err := schema.WebhookDeliveries(r.Context(), s.db, id, schema.WebhookDeliveryFailed, limit)
-	if errors.Is(err, schema.ErrNotFound) {
-		api.WriteError(w, r, http.StatusNotFound, api.CodeNotFound, "no webhook "+id.String())
-		return
-	}
-	if err != nil {
-		writeServerError(w, r, s.logger, err)
+	if writeLookupError(w, r, s.logger, err, "no webhook "+id.String()) {
 		return
 	}
 	api.WriteJSON(w, http.StatusOK, api.WebhookDeliveryList{Deliveries: mapped(failed, webhookDeliveryOf)})
