@@ -15,6 +15,7 @@ import (
 
 	"github.com/mantis-deploy/mantis/internal/contract/api"
 	"github.com/mantis-deploy/mantis/internal/testrig/fleet"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // The page this test runs, from the repository's root, and its hosts.
@@ -33,7 +34,7 @@ var targets = []string{"web-1", "web-2", "web-3"}
 // three targets, and asserts that from Mandible's API.
 func TestFirstFleetGuide(t *testing.T) {
 	fleet.RequireEnabled(t)
-	repo := repoRoot(t)
+	repo := testenv.RepoRoot(t)
 	var bins []string
 	for _, b := range []string{"mandible", "thorax", "agent", "mantisctl"} {
 		bins = append(bins, filepath.Join(repo, "bin", b))
@@ -77,24 +78,6 @@ func assertJournals(t *testing.T, rig *fleet.Rig) {
 		if err != nil || len(entries) == 0 {
 			t.Errorf("%s: no run journal entries in /var/lib/mantis/agent/%s/journal (%v)", name, name, err)
 		}
-	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
 	}
 }
 

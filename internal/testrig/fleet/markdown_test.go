@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mantis-deploy/mantis/internal/testrig/fleet"
+	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
 )
 
 // The parts of the rig that need no root, and the page's marks, checked in every
@@ -53,7 +54,7 @@ func TestReadBlocks(t *testing.T) {
 func TestShippedUnitsParse(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"mandible", "thorax", "agent"} {
-		b, err := os.ReadFile(filepath.Join(repoRoot(t), "deploy", "systemd", "mantis-"+name+".service"))
+		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(t), "deploy", "systemd", "mantis-"+name+".service"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +76,7 @@ func TestShippedUnitsParse(t *testing.T) {
 // the page declares its variables, and the page it runs has blocks to run.
 func TestGuideMarks(t *testing.T) {
 	t.Parallel()
-	blocks, err := fleet.ReadBlocks(filepath.Join(repoRoot(t), guidePage))
+	blocks, err := fleet.ReadBlocks(filepath.Join(testenv.RepoRoot(t), guidePage))
 	if err != nil {
 		t.Fatal(err)
 	}

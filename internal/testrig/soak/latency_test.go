@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mantis-deploy/mantis/internal/domain"
@@ -18,14 +19,7 @@ func TestDispatchLatencyIsEnqueueToSuccessPerMinuteOfLoad(t *testing.T) {
 	t.Parallel()
 	pool := testenv.MigratedPool(t)
 	ctx := context.Background()
-	_, err := pool.Exec(ctx, `INSERT INTO targets (name, mode) VALUES ('web-1', 'poll')`)
-	require.NoError(t, err)
-	reqs := make([]schema.NewDispatchRequest, 4)
-	for i := range reqs {
-		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: uuid.NewString(), Target: "web-1", Command: "true", Priority: domain.PriorityNormal}
-	}
-	enq, err := schema.EnqueueDispatchRequests(ctx, pool, reqs)
-	require.NoError(t, err)
+	enq := enqueueOnWeb1(t, pool, 4)
 	start := time.Now().Add(-time.Hour).Truncate(time.Second)
 	// Enqueued at +10 s and +20 s (minute 1), +70 s (minute 2), and one an hour
 	// later than the minutes asked for.
@@ -50,4 +44,19 @@ func TestDispatchLatencyIsEnqueueToSuccessPerMinuteOfLoad(t *testing.T) {
 		{Index: 1, Enqueued: 2, Succeeded: 2, P50: 2 * time.Second, P99: 2980 * time.Millisecond, Completed: 2},
 		{Index: 2, Enqueued: 1, Succeeded: 0, NotSucceeded: 1},
 	}, got)
+}
+
+// enqueueOnWeb1 registers the poll target web-1 and enqueues n requests of `true` on it.
+func enqueueOnWeb1(t *testing.T, pool *pgxpool.Pool, n int) []schema.EnqueuedRequest {
+	t.Helper()
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `INSERT INTO targets (name, mode) VALUES ('web-1', 'poll')`)
+	require.NoError(t, err)
+	reqs := make([]schema.NewDispatchRequest, n)
+	for i := range reqs {
+		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: uuid.NewString(), Target: "web-1", Command: "true", Priority: domain.PriorityNormal}
+	}
+	enq, err := schema.EnqueueDispatchRequests(ctx, pool, reqs)
+	require.NoError(t, err)
+	return enq
 }

@@ -8,10 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mantis-deploy/mantis/internal/domain"
 	"github.com/mantis-deploy/mantis/internal/testrig/soak"
 	"github.com/mantis-deploy/mantis/internal/testrig/testenv"
-	"github.com/mantis-deploy/mantis/schema"
 )
 
 // The rework counts each request's deliveries (its command rows), groups the
@@ -21,14 +19,7 @@ func TestReworkCountsDeliveriesAndReasons(t *testing.T) {
 	t.Parallel()
 	pool := testenv.MigratedPool(t)
 	ctx := context.Background()
-	_, err := pool.Exec(ctx, `INSERT INTO targets (name, mode) VALUES ('web-1', 'poll')`)
-	require.NoError(t, err)
-	reqs := make([]schema.NewDispatchRequest, 4)
-	for i := range reqs {
-		reqs[i] = schema.NewDispatchRequest{IdempotencyKey: uuid.NewString(), Target: "web-1", Command: "true", Priority: domain.PriorityNormal}
-	}
-	enq, err := schema.EnqueueDispatchRequests(ctx, pool, reqs)
-	require.NoError(t, err)
+	enq := enqueueOnWeb1(t, pool, 4)
 	start := time.Now().Add(-time.Hour)
 	// Request 0 succeeded at its first delivery; 1 at its third, after two commands
 	// cancelled unclaimed; 2 failed after one busy refusal; 3 predates the load.
