@@ -376,7 +376,14 @@ func TestFetchNowClaimsTheNamedCommandsAtOnce(t *testing.T) {
 	agent := &fakeAgent{}
 	agentAddr := f.startAgent(t, agent)
 	th := f.start(t)
-	require.Eventually(t, func() bool { return len(f.mandible.fetchList()) == 1 }, waitFor, 10*time.Millisecond)
+	// The fetch at start reserves the whole capacity until its answer is admitted,
+	// which comes after Mandible has recorded the call: wait for both, or FetchNow
+	// finds the instance full.
+	require.Eventually(t, func() bool {
+		th.book.mu.Lock()
+		defer th.book.mu.Unlock()
+		return len(f.mandible.fetchList()) == 1 && th.book.reserved == 0
+	}, waitFor, 10*time.Millisecond)
 
 	f.mandible.queue(listenCommand("cmd-nudged", agentAddr, 0), listenCommand("cmd-other", agentAddr, 0))
 	cmds, err := th.FetchNow(t.Context(), commandID("cmd-nudged"))
